@@ -1,0 +1,141 @@
+// Package catalog is chaperone's list of what it can run: every model and design protocol
+// of the interface, each with its parameters (types, defaults, ranges), capabilities and
+// size ceilings, plus the service limits. It validates create requests against that list,
+// so a job that reaches the queue has exactly the params that will run.
+package catalog
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/chaperone-bio/chaperone/job"
+)
+
+// Catalog is the full offer of one deployment.
+type Catalog struct {
+	Models    []Model
+	Protocols []Protocol
+	Limits    Limits
+}
+
+// Model is one model of the interface.
+type Model struct {
+	ID   string
+	Kind job.Kind
+	Name string
+	// Tool is the name of the upstream tool (engine) that runs the model, for example
+	// "boltz"; a 503 names it when no worker has it.
+	Tool         string
+	MaxResidues  int // structure models; 0 for others
+	DModel       int // embedding models; 0 for others
+	Capabilities Capabilities
+	Params       []Param
+	// Fast says what `fast` does for this model, shown in the catalog.
+	Fast string
+}
+
+// Capabilities are what a model can take as input or give as output.
+type Capabilities struct {
+	MSA              bool `json:"msa"`
+	Ligands          bool `json:"ligands"`
+	NucleicAcids     bool `json:"nucleic_acids"`
+	Affinity         bool `json:"affinity"`
+	Constraints      bool `json:"constraints"`
+	PAE              bool `json:"pae"`
+	ModifiedResidues bool `json:"modified_residues"`
+}
+
+// ParamType is the JSON type a param takes.
+type ParamType string
+
+const (
+	Boolean ParamType = "boolean"
+	Integer ParamType = "integer"
+	Number  ParamType = "number"
+	String  ParamType = "string"
+)
+
+// Param is one accepted key of a request's params.
+type Param struct {
+	Name string
+	Type ParamType
+	// Default is the value filled in when the caller omits the key; nil means the key is
+	// left out of the accepted params (the model uses its own value).
+	Default     any
+	Min, Max    *float64          // numeric range; values outside are clamped
+	Enum        []string          // allowed strings
+	Aliases     map[string]string // accepted spellings mapped to an Enum value
+	Description string
+}
+
+// Protocol is one design protocol.
+type Protocol struct {
+	ID          string
+	Model       string   // the design model that runs it
+	Requires    []string // request fields it needs
+	Description string
+}
+
+// Limits are every cap and quota of decisions.md's Limits table, all configurable.
+type Limits struct {
+	ResidueCeiling        int `json:"residue_ceiling"`
+	ChainsPerComplex      int `json:"chains_per_complex"`
+	LigandsPerComplex     int `json:"ligands_per_complex"`
+	ConstraintsPerComplex int `json:"constraints_per_complex"`
+	TargetsPerJob         int `json:"targets_per_job"`
+	MaxContentChars       int `json:"max_content_chars"`
+	StructureChars        int `json:"structure_chars"`
+	EmbedSequences        int `json:"embed_sequences_per_job"`
+	EmbedResidues         int `json:"embed_residues_per_sequence"`
+	RequestBytes          int `json:"request_body_bytes"`
+	ActiveJobsPerOwner    int `json:"active_jobs_per_owner"`
+	CreatesPerMinute      int `json:"creates_per_owner_per_minute"`
+	QueuedJobs            int `json:"queued_jobs"`
+	RetainedJobs          int `json:"retained_jobs"`
+	ListDefault           int `json:"list_default"`
+	ListMax               int `json:"list_max"`
+	WaitDefaultSeconds    int `json:"wait_default_seconds"`
+	WaitMaxSeconds        int `json:"wait_max_seconds"`
+	// Runtime caps per kind and the stall cap.
+	PredictRuntime time.Duration `json:"-"`
+	DesignRuntime  time.Duration `json:"-"`
+	EmbedRuntime   time.Duration `json:"-"`
+	Stall          time.Duration `json:"-"`
+}
+
+// PredictRequest is the body of POST /v1/predictions.
+type PredictRequest struct {
+	Model   string                     `json:"model"`
+	Name    string                     `json:"name"`
+	Input   *string                    `json:"input"`
+	Seq     *string                    `json:"sequence"`
+	Targets []job.Target               `json:"targets"`
+	Params  map[string]json.RawMessage `json:"params"`
+}
+
+// DesignRequest is the body of POST /v1/designs.
+type DesignRequest struct {
+	Protocol  string                     `json:"protocol"`
+	Model     string                     `json:"model"`
+	Name      string                     `json:"name"`
+	Spec      *string                    `json:"spec"`
+	Structure *string                    `json:"structure"`
+	Contig    *string                    `json:"contig"`
+	Params    map[string]json.RawMessage `json:"params"`
+}
+
+// EmbedRequest is the body of POST /v1/embeddings.
+type EmbedRequest struct {
+	Model     string                     `json:"model"`
+	Name      string                     `json:"name"`
+	Sequence  *string                    `json:"sequence"`
+	Sequences []EmbedSequence            `json:"sequences"`
+	Input     *string                    `json:"input"`
+	Params    map[string]json.RawMessage `json:"params"`
+}
+
+// EmbedSequence is one item of EmbedRequest.Sequences: a bare string or {id, sequence}.
+type EmbedSequence struct {
+	ID       string
+	Sequence string
+}

@@ -1,0 +1,70 @@
+// Package engine defines how chaperone drives an upstream model tool: an Engine declares
+// the catalog models it serves, checks that its tool is present, and runs one job in a work
+// folder. One subpackage per upstream tool implements it; the registry here collects them.
+package engine
+
+import (
+	"context"
+	"io"
+
+	"github.com/chaperone-bio/chaperone/job"
+)
+
+// Engine runs jobs for one upstream tool.
+type Engine interface {
+	// Name is the engine's name, also the key of its tool in Tools (for example "boltz").
+	Name() string
+	// Models lists the catalog model ids the engine serves.
+	Models() []string
+	// Check reports whether the engine can run here: its tool is found (at the path Tools
+	// gives, else its upstream command on PATH) and passes a cheap self-check. The error
+	// says what is missing in words an operator can act on.
+	Check(ctx context.Context, tools Tools) error
+	// Run executes one job. It must not trust the tool's exit code alone: success means the
+	// files the engine expects are there.
+	Run(ctx context.Context, run *Run) (*Output, error)
+}
+
+// Tools maps a tool name to an explicit executable path chosen by the operator
+// (--tool NAME=PATH or CHAPERONE_TOOL_<NAME>).
+type Tools map[string]string
+
+// Run is everything an engine gets for one job.
+type Run struct {
+	Job     *job.Job
+	WorkDir string // empty folder owned by this run
+	Tools   Tools
+	// Log receives the run log: the tool's output and the engine's own notes.
+	Log io.Writer
+	// Report records progress; the worker forwards it to the store.
+	Report func(job.Progress)
+	// Exec runs a command in its own process group inside WorkDir, streaming its output to
+	// Log, and kills the whole group when ctx ends. Engines must start processes only
+	// through it, so that cancel and caps reach every process.
+	Exec func(ctx context.Context, c Command) error
+}
+
+// Command is one external process an engine runs.
+type Command struct {
+	Path string
+	Args []string
+	Env  []string // added to the worker's environment
+	// OnLine, when set, sees every line the process prints (stdout and stderr), for
+	// progress parsing. It runs on the streaming goroutine and must be quick.
+	OnLine func(line string)
+}
+
+// Output is what a finished run produced.
+type Output struct {
+	Rows      []map[string]any
+	Designs   []job.Design
+	Embedding *job.Embedding
+	// Files are the artifacts, each a file the run wrote under WorkDir.
+	Files []File
+}
+
+// File is one artifact and where the run left it.
+type File struct {
+	job.Artifact
+	Local string // path of the file on disk
+}

@@ -1,0 +1,182 @@
+// Package store defines where chaperone keeps its state: jobs (the job row is the queue),
+// workers, API keys and idempotency entries. Implementations live in subpackages (sqlite,
+// and later postgres); every implementation must pass the conformance suite in storetest.
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/chaperone-bio/chaperone/job"
+)
+
+// Store is the whole persistent state of a chaperone deployment.
+type Store interface {
+	Jobs
+	Queue
+	Workers
+	Keys
+	// Watch returns a channel that receives a value whenever the job with the given id
+	// changes (any write to its row, or its deletion), and a function that stops the watch.
+	// The empty id watches the queue: it fires when a job becomes queued. Sends never block;
+	// a watcher that is slow to read sees one pending value, not a backlog.
+	Watch(id string) (<-chan struct{}, func())
+	Close() error
+}
+
+// Jobs is the caller-facing side of the job table.
+type Jobs interface {
+	// CreateJob stores j as queued in one transaction that also enforces idempotency,
+	// quotas and retention, as CreateOptions says. j.ID, j.CreatedAt and j.Owner must be set.
+	//
+	// With an idempotency key already used by the same owner, it returns the original job
+	// and Created=false, or job.ErrIdempotencyReused when RequestHash differs. Over a quota
+	// or at capacity it returns a *job.LimitError with a truthful RetryAfter.
+	CreateJob(ctx context.Context, j *job.Job, opts CreateOptions) (CreateResult, error)
+	// GetJob returns job.ErrNotFound for an unknown id.
+	GetJob(ctx context.Context, id string) (*job.Job, error)
+	// ListJobs returns the owner's jobs newest first. The cursor is opaque to callers; a
+	// cursor that does not decode is a *job.InvalidError.
+	ListJobs(ctx context.Context, owner job.Owner, cursor string, limit int) (JobPage, error)
+	// CancelJob moves a queued or running job of owner to canceled and returns it. A job
+	// already canceled is returned unchanged; a succeeded or failed one is a
+	// *job.ConflictError. Another owner's job is job.ErrNotFound.
+	CancelJob(ctx context.Context, id string, owner job.Owner, now time.Time) (*job.Job, error)
+	// DeleteJob removes the job of owner and its idempotency entry and returns the job as
+	// it was. Another owner's job is job.ErrNotFound.
+	DeleteJob(ctx context.Context, id string, owner job.Owner) (*job.Job, error)
+	// CountJobs counts jobs by kind, run model and status, for metrics.
+	CountJobs(ctx context.Context) ([]JobCount, error)
+}
+
+// CreateOptions carries the per-request checks of CreateJob.
+type CreateOptions struct {
+	IdempotencyKey string // empty: no idempotency
+	RequestHash    string // hash of the request body, compared on key reuse
+	Limits         Limits
+}
+
+// Limits are the quotas and caps CreateJob enforces. Zero means unlimited.
+type Limits struct {
+	ActivePerOwner    int // queued + running jobs per owner
+	CreatesPerMinute  int // creates per owner in any rolling 60 s
+	QueuedServiceWide int
+	Retained          int // jobs kept in total; beyond, retention evicts
+}
+
+// CreateResult is what CreateJob did.
+type CreateResult struct {
+	Job     *job.Job
+	Created bool     // false when an idempotent replay returned an existing job
+	Evicted []string // ids removed by retention; their artifacts must go too
+}
+
+// JobPage is one page of a listing.
+type JobPage struct {
+	Jobs       []*job.Job
+	NextCursor string // empty on the last page
+}
+
+// JobCount is one cell of the job census.
+type JobCount struct {
+	Kind     job.Kind
+	RunModel string
+	Status   job.Status
+	N        int
+}
+
+// Queue is the worker-facing side of the job table.
+type Queue interface {
+	// LeaseJob picks the next queued job whose RunModel is in req.Models, marks it running
+	// under req.WorkerID with attempt+1 and a lease until req.LeaseUntil, and returns it;
+	// nil when there is none. Order: the owner with the fewest running jobs first, then a
+	// job whose model is in req.Loaded, then the oldest.
+	LeaseJob(ctx context.Context, req LeaseRequest) (*job.Job, error)
+	// Heartbeat extends the lease of a running job and records its progress (nil: no
+	// change). Activity true means the job showed life (progress or output) and resets the
+	// stall clock. It returns job.ErrLeaseLost when the job is gone, no longer running, or
+	// running under another attempt.
+	Heartbeat(ctx context.Context, hb Heartbeat) error
+	// CompleteJob ends a running job with one write fenced by the attempt number;
+	// job.ErrLeaseLost when the job is not running under that attempt.
+	CompleteJob(ctx context.Context, id string, attempt int, out Outcome) error
+	// RecoverExpired returns running jobs whose lease expired before now to queued, or
+	// fails them when they have used maxAttempts. It returns the ids it changed.
+	RecoverExpired(ctx context.Context, now time.Time, maxAttempts int) ([]string, error)
+	// ReleaseWorker treats every job still leased by workerID as if its lease had expired
+	// now: a worker that restarts under the same id calls it, since it knows that the jobs
+	// it held died with it.
+	ReleaseWorker(ctx context.Context, workerID string, now time.Time, maxAttempts int) ([]string, error)
+	// QueueDepth counts queued jobs.
+	QueueDepth(ctx context.Context) (int, error)
+}
+
+// LeaseRequest says who wants work and what it can run.
+type LeaseRequest struct {
+	WorkerID   string
+	Models     []string // run models the worker's engines serve
+	Loaded     []string // models already loaded on the worker, preferred
+	Now        time.Time
+	LeaseUntil time.Time
+}
+
+// Heartbeat is a worker's periodic report on one leased job.
+type Heartbeat struct {
+	ID         string
+	Attempt    int
+	Progress   *job.Progress
+	Activity   bool
+	Now        time.Time
+	LeaseUntil time.Time
+}
+
+// Outcome is how a job ended, from its worker's point of view.
+type Outcome struct {
+	Status   job.Status // Succeeded or Failed
+	Error    string     // for Failed
+	Progress job.Progress
+	Results  *job.Results // for Succeeded
+	Now      time.Time
+}
+
+// Workers records which workers are alive and what they can run.
+type Workers interface {
+	// PutWorker records a worker's heartbeat.
+	PutWorker(ctx context.Context, w Worker) error
+	// LiveWorkers returns the workers seen at or after since.
+	LiveWorkers(ctx context.Context, since time.Time) ([]Worker, error)
+	// RemoveWorker forgets a worker that shut down cleanly.
+	RemoveWorker(ctx context.Context, id string) error
+}
+
+// Worker is one process that runs jobs.
+type Worker struct {
+	ID     string
+	Models []string // run models it can run now
+	// Missing explains, per catalog model it cannot run, what is missing (for example
+	// "command boltz not found on PATH"), so a 503 can say what to fix.
+	Missing map[string]string
+	Slots   int
+	Busy    int
+	SeenAt  time.Time
+}
+
+// Keys stores API keys, hashed.
+type Keys interface {
+	CreateKey(ctx context.Context, k Key) error
+	// KeyByHash returns job.ErrNotFound for an unknown or revoked key.
+	KeyByHash(ctx context.Context, hash string) (*Key, error)
+	ListKeys(ctx context.Context) ([]Key, error)
+	// RevokeKey revokes by id or by name; job.ErrNotFound when neither matches.
+	RevokeKey(ctx context.Context, idOrName string, now time.Time) error
+}
+
+// Key is an API key as stored: never the key itself, only its hash.
+type Key struct {
+	ID        string
+	Name      string
+	Hash      string // hex SHA-256 of the full key
+	Prefix    string // the first characters of the key, shown in listings
+	CreatedAt time.Time
+	RevokedAt time.Time // zero while the key is live
+}
