@@ -1,7 +1,8 @@
 // Package catalog is chaperone's list of what it can run: every model and design protocol
 // of the interface, each with its parameters (types, defaults, ranges), capabilities and
 // size ceilings, plus the service limits. It validates create requests against that list,
-// so a job that reaches the queue has exactly the params that will run.
+// so a job that reaches the queue has exactly the params that will run. It imports only
+// job (the domain types) and bio (the input formats).
 package catalog
 
 import (
@@ -25,8 +26,11 @@ type Model struct {
 	Name string
 	// Tool is the name of the upstream tool (engine) that runs the model, for example
 	// "boltz"; a 503 names it when no worker has it.
-	Tool         string
-	MaxResidues  int // structure models; 0 for others
+	Tool string
+	// MaxResidues is the most residues the model takes: per structure for prediction and
+	// design models (at most Limits.ResidueCeiling), per sequence for embedding models (at
+	// most Limits.EmbedResidues).
+	MaxResidues  int
 	DModel       int // embedding models; 0 for others
 	Capabilities Capabilities
 	Params       []Param
@@ -61,10 +65,13 @@ type Param struct {
 	Type ParamType
 	// Default is the value filled in when the caller omits the key; nil means the key is
 	// left out of the accepted params (the model uses its own value).
-	Default     any
-	Min, Max    *float64          // numeric range; values outside are clamped
-	Enum        []string          // allowed strings
-	Aliases     map[string]string // accepted spellings mapped to an Enum value
+	Default  any
+	Min, Max *float64          // numeric range; values outside are clamped
+	Enum     []string          // allowed strings
+	Aliases  map[string]string // accepted spellings mapped to an Enum value
+	// NotAbove names another integer param of the model that this one may not exceed; a
+	// larger value is clamped down to it (BoltzGen's budget never exceeds num_designs).
+	NotAbove    string
 	Description string
 }
 
@@ -96,6 +103,11 @@ type Limits struct {
 	ListMax               int `json:"list_max"`
 	WaitDefaultSeconds    int `json:"wait_default_seconds"`
 	WaitMaxSeconds        int `json:"wait_max_seconds"`
+	// Designs per job: the upper bound of each design model's num_designs (and budget).
+	BoltzGenDesigns int `json:"boltzgen_designs_per_job"`
+	RFD3Designs     int `json:"rfd3_designs_per_job"`
+	// NameChars caps the optional job name, a label shown in listings.
+	NameChars int `json:"name_chars"`
 	// Runtime caps per kind and the stall cap.
 	PredictRuntime time.Duration `json:"-"`
 	DesignRuntime  time.Duration `json:"-"`

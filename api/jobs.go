@@ -1,0 +1,451 @@
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/chaperone-bio/chaperone/catalog"
+	"github.com/chaperone-bio/chaperone/job"
+	"github.com/chaperone-bio/chaperone/store"
+)
+
+func (s *Server) createPrediction(w http.ResponseWriter, r *http.Request) {
+	s.create(w, r, func(body []byte) (*job.Job, error) {
+		var req catalog.PredictRequest
+		if err := catalog.Decode(body, &req); err != nil {
+			return nil, err
+		}
+		return s.cat.NewPredict(&req)
+	})
+}
+
+func (s *Server) createDesign(w http.ResponseWriter, r *http.Request) {
+	s.create(w, r, func(body []byte) (*job.Job, error) {
+		var req catalog.DesignRequest
+		if err := catalog.Decode(body, &req); err != nil {
+			return nil, err
+		}
+		return s.cat.NewDesign(&req)
+	})
+}
+
+func (s *Server) createEmbedding(w http.ResponseWriter, r *http.Request) {
+	s.create(w, r, func(body []byte) (*job.Job, error) {
+		var req catalog.EmbedRequest
+		if err := catalog.Decode(body, &req); err != nil {
+			return nil, err
+		}
+		return s.cat.NewEmbed(&req)
+	})
+}
+
+// create is the path every create takes: owner, body within the size cap, validation
+// (before anything else, so an invalid request gets its 400 whatever the hardware),
+// availability, then one store transaction for idempotency, quotas and retention.
+func (s *Server) create(w http.ResponseWriter, r *http.Request, validate func([]byte) (*job.Job, error)) {
+	owner, ok := s.requireOwner(w, r)
+	if !ok {
+		return
+	}
+	idemKey, hasKey := r.Header["Idempotency-Key"]
+	if hasKey && !validIdempotencyKey(idemKey[0]) {
+		s.writeProblem(w, r, probInvalid, "Idempotency-Key: must be 1 to 255 printable ASCII characters.")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(s.cat.Limits.RequestBytes)))
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		s.writeProblem(w, r, probTooLarge, fmt.Sprintf("The request body is over the limit of %d bytes.", tooLarge.Limit))
+		return
+	}
+	if err != nil {
+		s.writeProblem(w, r, probInvalid, "The request body could not be read: "+err.Error())
+		return
+	}
+	j, err := validate(body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.checkAvailable(r.Context(), j); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	j.ID = job.NewID()
+	j.Owner = owner
+	j.Status = job.Queued
+	j.CreatedAt = s.now().UTC()
+	opts := store.CreateOptions{Limits: s.storeLimits()}
+	if hasKey {
+		opts.IdempotencyKey = idemKey[0]
+		sum := sha256.Sum256(append([]byte(r.URL.Path+"\n"), body...))
+		opts.RequestHash = hex.EncodeToString(sum[:])
+	}
+	res, err := s.store.CreateJob(r.Context(), j, opts)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	for _, id := range res.Evicted {
+		if err := s.artifacts.DeleteJob(r.Context(), id); err != nil {
+			s.log.WarnContext(r.Context(), "retention: removing files of an evicted job", "job", id, "error", err.Error())
+		}
+	}
+	status := http.StatusAccepted
+	if !res.Created {
+		status = http.StatusOK
+	}
+	final, held, err := s.hold(r, res.Job)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if held {
+		w.Header().Set("Preference-Applied", "wait")
+	}
+	w.Header().Set("Location", "/v1/jobs/"+final.ID)
+	writeJSON(w, status, jobView(final))
+}
+
+func validIdempotencyKey(k string) bool {
+	if len(k) < 1 || len(k) > 255 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x20 || k[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Server) storeLimits() store.Limits {
+	l := s.cat.Limits
+	return store.Limits{
+		ActivePerOwner:    l.ActiveJobsPerOwner,
+		CreatesPerMinute:  l.CreatesPerMinute,
+		QueuedServiceWide: l.QueuedJobs,
+		Retained:          l.RetainedJobs,
+	}
+}
+
+// liveSet is what the live workers can run, and what they say is missing.
+type liveSet struct {
+	models  map[string]bool
+	missing map[string]string
+}
+
+func (s *Server) liveModels(ctx context.Context) (liveSet, error) {
+	ws, err := s.store.LiveWorkers(ctx, s.now().Add(-s.workerTTL))
+	if err != nil {
+		return liveSet{}, err
+	}
+	set := liveSet{models: map[string]bool{}, missing: map[string]string{}}
+	for _, w := range ws {
+		for _, m := range w.Models {
+			set.models[m] = true
+		}
+		for m, why := range w.Missing {
+			set.missing[m] = why
+		}
+	}
+	return set, nil
+}
+
+// checkAvailable is the 503 of decisions "Compute availability".
+func (s *Server) checkAvailable(ctx context.Context, j *job.Job) error {
+	live, err := s.liveModels(ctx)
+	if err != nil {
+		return err
+	}
+	if live.models[j.RunModel] {
+		return nil
+	}
+	what := j.RunModel
+	if j.Protocol != "" {
+		what = fmt.Sprintf("%s (protocol %s)", j.RunModel, j.Protocol)
+	}
+	switch why, known := live.missing[j.RunModel]; {
+	case known:
+		return &job.UnavailableError{Reason: fmt.Sprintf("No live worker can run model %s: %s.", what, strings.TrimSuffix(why, "."))}
+	case len(live.models) == 0 && len(live.missing) == 0:
+		return &job.UnavailableError{Reason: fmt.Sprintf("No live worker can run model %s: no worker is connected.", what)}
+	default:
+		tool := ""
+		if m, ok := s.cat.Model(j.RunModel); ok {
+			tool = fmt.Sprintf(" (no worker has the %s command)", m.Tool)
+		}
+		return &job.UnavailableError{Reason: fmt.Sprintf("No live worker can run model %s%s.", what, tool)}
+	}
+}
+
+func (s *Server) requireOwner(w http.ResponseWriter, r *http.Request) (job.Owner, bool) {
+	o, err := s.owner(r)
+	if errors.Is(err, errBadKey) {
+		s.writeProblem(w, r, probUnauthorized, "The API key is not valid: it is unknown, revoked or malformed. Send a valid key, or none.")
+		return job.Owner{}, false
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return job.Owner{}, false
+	}
+	return o, true
+}
+
+// ownedJob loads the job of the path for its owner; another owner's job is not found.
+func (s *Server) ownedJob(w http.ResponseWriter, r *http.Request) (*job.Job, job.Owner, bool) {
+	owner, ok := s.requireOwner(w, r)
+	if !ok {
+		return nil, owner, false
+	}
+	id := r.PathValue("id")
+	if !job.ValidID(id) {
+		s.writeError(w, r, job.ErrNotFound)
+		return nil, owner, false
+	}
+	j, err := s.store.GetJob(r.Context(), id)
+	if err == nil && j.Owner != owner {
+		err = job.ErrNotFound
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return nil, owner, false
+	}
+	return j, owner, true
+}
+
+func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
+	j, _, ok := s.ownedJob(w, r)
+	if !ok {
+		return
+	}
+	final, held, err := s.hold(r, j)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if held {
+		w.Header().Set("Preference-Applied", "wait")
+	}
+	writeJSON(w, http.StatusOK, jobView(final))
+}
+
+// hold honours Prefer: wait: it returns as soon as the job is terminal, or when the hold
+// ends, with the job as it stands. It is woken by store notifications, never by polling.
+func (s *Server) hold(r *http.Request, j *job.Job) (*job.Job, bool, error) {
+	d, ok := preferWait(r.Header.Values("Prefer"), s.cat.Limits.WaitDefaultSeconds, s.cat.Limits.WaitMaxSeconds)
+	if !ok {
+		return j, false, nil
+	}
+	if j.Status.Terminal() {
+		return j, true, nil
+	}
+	changed, stop := s.store.Watch(j.ID)
+	defer stop()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	// Read once more after subscribing, so a change between the first read and the
+	// subscription is not missed.
+	for {
+		cur, err := s.store.GetJob(r.Context(), j.ID)
+		if errors.Is(err, job.ErrNotFound) {
+			return j, true, err
+		}
+		if err != nil {
+			return nil, true, err
+		}
+		j = cur
+		if j.Status.Terminal() {
+			return j, true, nil
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return j, true, nil
+		case <-r.Context().Done():
+			return j, true, nil
+		}
+	}
+}
+
+// preferWait reads Prefer: wait (RFC 7240) as decisions say: bare wait holds def seconds,
+// wait=N holds min(N, max); a malformed or negative value means no hold.
+func preferWait(values []string, def, maxSeconds int) (time.Duration, bool) {
+	for _, v := range values {
+		for _, pref := range strings.Split(v, ",") {
+			name, val, hasVal := strings.Cut(strings.TrimSpace(pref), "=")
+			if !strings.EqualFold(strings.TrimSpace(name), "wait") {
+				continue
+			}
+			if !hasVal {
+				return time.Duration(def) * time.Second, true
+			}
+			n, err := strconv.Atoi(strings.Trim(strings.TrimSpace(val), `"`))
+			if err != nil || n < 0 {
+				return 0, false
+			}
+			return time.Duration(min(n, maxSeconds)) * time.Second, n > 0
+		}
+	}
+	return 0, false
+}
+
+func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
+	owner, ok := s.requireOwner(w, r)
+	if !ok {
+		return
+	}
+	limit := s.cat.Limits.ListDefault
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			s.writeError(w, r, job.Invalid("limit", "must be an integer from 1 to %d, got %q", s.cat.Limits.ListMax, v))
+			return
+		}
+		limit = min(max(n, 1), s.cat.Limits.ListMax)
+	}
+	page, err := s.store.ListJobs(r.Context(), owner, r.URL.Query().Get("cursor"), limit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	views := make([]jobJSON, len(page.Jobs))
+	for i, j := range page.Jobs {
+		views[i] = jobView(j)
+	}
+	var next *string
+	if page.NextCursor != "" {
+		next = &page.NextCursor
+	}
+	writeJSON(w, http.StatusOK, listJSON{Object: "list", Data: views, HasMore: next != nil, NextCursor: next})
+}
+
+func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) {
+	j, owner, ok := s.ownedJob(w, r)
+	if !ok {
+		return
+	}
+	j, err := s.store.CancelJob(r.Context(), j.ID, owner, s.now().UTC())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, jobView(j))
+}
+
+func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request) {
+	j, owner, ok := s.ownedJob(w, r)
+	if !ok {
+		return
+	}
+	// Deleting the row is what stops a running job: its worker's next heartbeat finds the
+	// lease gone and kills the process tree.
+	if _, err := s.store.DeleteJob(r.Context(), j.ID, owner); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.artifacts.DeleteJob(r.Context(), j.ID); err != nil {
+		s.log.WarnContext(r.Context(), "delete: removing job files", "job", j.ID, "error", err.Error())
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "job", "id": j.ID, "deleted": true})
+}
+
+// jobJSON is the Job resource of interface §2.1.
+type jobJSON struct {
+	Object       string         `json:"object"`
+	ID           string         `json:"id"`
+	Kind         job.Kind       `json:"kind"`
+	Status       job.Status     `json:"status"`
+	Name         string         `json:"name"`
+	Model        *string        `json:"model"`
+	Protocol     *string        `json:"protocol"`
+	Progress     *float64       `json:"progress"`
+	Stage        *string        `json:"stage"`
+	Done         int            `json:"done"`
+	Total        int            `json:"total"`
+	Params       map[string]any `json:"params"`
+	Error        *string        `json:"error"`
+	CreatedAt    *string        `json:"created_at"`
+	StartedAt    *string        `json:"started_at"`
+	FinishedAt   *string        `json:"finished_at"`
+	ResultsReady bool           `json:"results_ready"`
+	Links        jobLinks       `json:"links"`
+}
+
+type jobLinks struct {
+	Self    string `json:"self"`
+	Results string `json:"results"`
+	Archive string `json:"archive"`
+	Logs    string `json:"logs"`
+}
+
+type listJSON struct {
+	Object     string    `json:"object"`
+	Data       []jobJSON `json:"data"`
+	HasMore    bool      `json:"has_more"`
+	NextCursor *string   `json:"next_cursor"`
+}
+
+func jobView(j *job.Job) jobJSON {
+	self := "/v1/jobs/" + j.ID
+	params := j.Params
+	if params == nil {
+		params = map[string]any{}
+	}
+	return jobJSON{
+		Object:       "job",
+		ID:           j.ID,
+		Kind:         j.Kind,
+		Status:       j.Status,
+		Name:         j.Name,
+		Model:        nonEmpty(j.Model),
+		Protocol:     nonEmpty(j.Protocol),
+		Progress:     j.Progress,
+		Stage:        nonEmpty(j.Stage),
+		Done:         j.Done,
+		Total:        j.Total,
+		Params:       params,
+		Error:        nonEmpty(j.Error),
+		CreatedAt:    timestamp(j.CreatedAt),
+		StartedAt:    timestamp(j.StartedAt),
+		FinishedAt:   timestamp(j.FinishedAt),
+		ResultsReady: j.ResultsReady(),
+		Links:        jobLinks{Self: self, Results: self + "/results", Archive: self + "/archive", Logs: self + "/logs"},
+	}
+}
+
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// timestamp renders RFC 3339 UTC with Z, to the millisecond.
+func timestamp(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := t.UTC().Format("2006-01-02T15:04:05.000Z")
+	return &s
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Errorf("encoding a response: %w", err)) // recovered into a 500 problem
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}

@@ -1,0 +1,245 @@
+// Package api is chaperone's HTTP interface: the v1 job API of spec/interface.md as
+// spec/decisions.md settles it, with problem+json errors, ownership by key, session or
+// client IP, long-poll waits woken by store notifications, idempotent creates, and
+// Prometheus metrics. It speaks to the rest of chaperone only through the store, artifact
+// and catalog packages.
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/chaperone-bio/chaperone/artifact"
+	"github.com/chaperone-bio/chaperone/catalog"
+	"github.com/chaperone-bio/chaperone/store"
+)
+
+//go:embed openapi.json
+var openAPIDocument []byte
+
+// OpenAPI returns the OpenAPI 3.1 document the server serves at /v1/openapi.json.
+func OpenAPI() []byte { return openAPIDocument }
+
+// Config is everything the HTTP layer needs.
+type Config struct {
+	Catalog   *catalog.Catalog
+	Store     store.Store
+	Artifacts artifact.Store
+	Logger    *slog.Logger
+	// Version is the build version reported by /v1/health.
+	Version string
+	// PublicURL is the base of problem type URIs (for example https://fold.example.org);
+	// empty means the scheme and Host of each request.
+	PublicURL string
+	// TrustedProxies are the peers whose X-Forwarded-For / Forwarded headers are believed.
+	TrustedProxies []netip.Prefix
+	// SessionSecret signs web-session cookies.
+	SessionSecret []byte
+	// WorkerTTL is how long a worker counts as live after its last heartbeat.
+	WorkerTTL time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Server is the HTTP handler of the whole API.
+type Server struct {
+	cat            *catalog.Catalog
+	store          store.Store
+	artifacts      artifact.Store
+	log            *slog.Logger
+	version        string
+	publicURL      string
+	trustedProxies []netip.Prefix
+	sessionSecret  []byte
+	workerTTL      time.Duration
+	now            func() time.Time
+	mux            *http.ServeMux
+	metrics        *metrics
+}
+
+// New builds the server.
+func New(cfg Config) *Server {
+	s := &Server{
+		cat:            cfg.Catalog,
+		store:          cfg.Store,
+		artifacts:      cfg.Artifacts,
+		log:            cfg.Logger,
+		version:        cfg.Version,
+		publicURL:      strings.TrimSuffix(cfg.PublicURL, "/"),
+		trustedProxies: cfg.TrustedProxies,
+		sessionSecret:  cfg.SessionSecret,
+		workerTTL:      cfg.WorkerTTL,
+		now:            cfg.Now,
+		mux:            http.NewServeMux(),
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.workerTTL == 0 {
+		s.workerTTL = 30 * time.Second
+	}
+	if len(s.sessionSecret) == 0 {
+		s.sessionSecret = make([]byte, 32)
+		_, _ = rand.Read(s.sessionSecret)
+	}
+	s.metrics = newMetrics(s)
+	s.routes()
+	return s
+}
+
+func (s *Server) routes() {
+	handle := func(pattern string, h http.HandlerFunc) { s.mux.Handle(pattern, h) }
+	handle("GET /v1/health", s.health)
+	handle("GET /v1/models", s.models)
+	handle("GET /v1/openapi.json", s.openapi)
+	handle("POST /v1/predictions", s.createPrediction)
+	handle("POST /v1/designs", s.createDesign)
+	handle("POST /v1/embeddings", s.createEmbedding)
+	handle("GET /v1/jobs", s.listJobs)
+	handle("GET /v1/jobs/{id}", s.getJob)
+	handle("DELETE /v1/jobs/{id}", s.deleteJob)
+	handle("POST /v1/jobs/{id}/cancel", s.cancelJob)
+	handle("GET /v1/jobs/{id}/results", s.results)
+	handle("GET /v1/jobs/{id}/archive", s.archive)
+	handle("GET /v1/jobs/{id}/artifacts/{path...}", s.artifact)
+	handle("GET /v1/jobs/{id}/logs", s.logs)
+	handle("GET /errors/{slug}", s.errorPage)
+	s.mux.Handle("GET /metrics", s.metrics.handler())
+}
+
+// ServeHTTP adds a request id, recovers panics, records metrics, and turns the mux's own
+// plain-text 404 and 405 into problems.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	id := newRequestID()
+	r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
+	w.Header().Set("X-Request-Id", id)
+	rec := &statusRecorder{ResponseWriter: w}
+	defer func() {
+		route := r.Pattern
+		if route == "" {
+			route = "unmatched"
+		}
+		s.metrics.observe(r.Method, route, rec.status(), time.Since(start))
+	}()
+	defer s.recoverPanic(rec, r)
+
+	h, pattern := s.mux.Handler(r)
+	if pattern == "" {
+		s.unmatched(rec, r, h)
+		return
+	}
+	s.mux.ServeHTTP(rec, r)
+}
+
+// unmatched answers a request no route took. The mux knows whether the path exists under
+// another method (405 with Allow) or not at all (404); ask it, then answer in problem+json.
+func (s *Server) unmatched(w http.ResponseWriter, r *http.Request, h http.Handler) {
+	probe := &headerProbe{header: http.Header{}}
+	h.ServeHTTP(probe, r)
+	if probe.code == http.StatusMethodNotAllowed {
+		w.Header().Set("Allow", probe.header.Get("Allow"))
+		s.writeProblem(w, r, probMethod, r.Method+" is not allowed on "+r.URL.Path+"; allowed: "+probe.header.Get("Allow")+".")
+		return
+	}
+	s.writeProblem(w, r, probNotFound, "There is no endpoint at "+r.URL.Path+"; see /v1/openapi.json for the API.")
+}
+
+// headerProbe captures what the mux's fallback handler would answer, writing nothing.
+type headerProbe struct {
+	header http.Header
+	code   int
+}
+
+func (p *headerProbe) Header() http.Header         { return p.header }
+func (p *headerProbe) Write(b []byte) (int, error) { return len(b), nil }
+func (p *headerProbe) WriteHeader(code int)        { p.code = code }
+
+// statusRecorder remembers the status a handler wrote, for metrics.
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.code == 0 {
+		r.code = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach Flush and deadlines.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func (r *statusRecorder) status() int {
+	if r.code == 0 {
+		return http.StatusOK
+	}
+	return r.code
+}
+
+type requestIDKey struct{}
+
+func newRequestID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+// publicBase is the base URL of problem types.
+func (s *Server) publicBase(r *http.Request) string {
+	if s.publicURL != "" {
+		return s.publicURL
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{
+		"status": "ok", "service": "chaperone", "api_version": catalog.APIVersion, "version": s.version,
+	})
+}
+
+func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(openAPIDocument)
+}
+
+func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	live, err := s.liveModels(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	avail := make(map[string]bool, len(live.models))
+	for m := range live.models {
+		avail[m] = true
+	}
+	writeJSON(w, http.StatusOK, s.cat.Document(avail))
+}

@@ -1,0 +1,266 @@
+// Package app assembles a chaperone server from its parts: the store, the artifact store,
+// the HTTP API, the reaper and the in-process worker. cmd/chaperone fills its Config from
+// flags and environment; end-to-end tests fill it directly.
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/chaperone-bio/chaperone/api"
+	"github.com/chaperone-bio/chaperone/artifact"
+	artifactfs "github.com/chaperone-bio/chaperone/artifact/fs"
+	"github.com/chaperone-bio/chaperone/catalog"
+	"github.com/chaperone-bio/chaperone/engine"
+	"github.com/chaperone-bio/chaperone/job"
+	"github.com/chaperone-bio/chaperone/store"
+	"github.com/chaperone-bio/chaperone/store/sqlite"
+	"github.com/chaperone-bio/chaperone/worker"
+)
+
+// Config is one server's setup. Zero values take the embedded defaults.
+type Config struct {
+	Addr    string // listen address, default 127.0.0.1:8080; port 0 picks a free one
+	DataDir string // default ./chaperone-data
+	Version string
+	Logger  *slog.Logger
+	Limits  catalog.Limits
+	// PublicURL and TrustedProxies: see api.Config.
+	PublicURL      string
+	TrustedProxies []netip.Prefix
+	// Worker: Slots 0 means one per GPU found, else 1; NoWorker runs the API alone.
+	Slots    int
+	NoWorker bool
+	WorkerID string // default "local-<hostname>"
+	Engines  []engine.Engine
+	Tools    engine.Tools
+	// Queue timing; tests shorten them.
+	LeaseTTL    time.Duration // default 30 s
+	Heartbeat   time.Duration // default 1 s
+	ReapEvery   time.Duration // default 5 s
+	MaxAttempts int           // default 2
+}
+
+// App is a running server.
+type App struct {
+	URL       string // http://host:port
+	Store     store.Store
+	Artifacts artifact.Store
+	API       *api.Server
+
+	http   *http.Server
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	errs   chan error
+	once   sync.Once
+}
+
+// Start opens the data folder and starts serving; it returns once the listener is bound.
+func Start(ctx context.Context, cfg Config) (*App, error) {
+	cfg = withDefaults(cfg)
+	log := cfg.Logger
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("data folder: %w", err)
+	}
+	st, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, "chaperone.db"))
+	if err != nil {
+		return nil, fmt.Errorf("opening the job store: %w", err)
+	}
+	arts, err := artifactfs.Open(filepath.Join(cfg.DataDir, "artifacts"))
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("opening the artifact folder: %w", err)
+	}
+	secret, err := sessionSecret(filepath.Join(cfg.DataDir, "session.key"))
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	sweepOrphans(ctx, st, arts, log)
+
+	srv := api.New(api.Config{
+		Catalog:        catalog.New(cfg.Limits),
+		Store:          st,
+		Artifacts:      arts,
+		Logger:         log,
+		Version:        cfg.Version,
+		PublicURL:      cfg.PublicURL,
+		TrustedProxies: cfg.TrustedProxies,
+		SessionSecret:  secret,
+		WorkerTTL:      cfg.LeaseTTL,
+	})
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("listening on %s: %w", cfg.Addr, err)
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	a := &App{
+		URL:       "http://" + ln.Addr().String(),
+		Store:     st,
+		Artifacts: arts,
+		API:       srv,
+		http: &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second,
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
+		cancel: cancel,
+		errs:   make(chan error, 2),
+	}
+	a.wg.Go(func() {
+		if err := a.http.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			a.errs <- err
+		}
+	})
+	a.wg.Go(func() { store.Reap(runCtx, st, cfg.ReapEvery, cfg.MaxAttempts, log) })
+	if !cfg.NoWorker {
+		reg, err := engine.NewRegistry(cfg.Engines...)
+		if err != nil {
+			a.Close()
+			return nil, err
+		}
+		w := worker.New(worker.Config{
+			ID:      cfg.WorkerID,
+			Slots:   cfg.Slots,
+			Engines: reg,
+			Tools:   cfg.Tools,
+			Queue:   &worker.Local{Store: st, Artifacts: arts, MaxAttempts: cfg.MaxAttempts},
+			WorkDir: filepath.Join(cfg.DataDir, "work"),
+			Runtime: map[job.Kind]time.Duration{
+				job.PredictKind: cfg.Limits.PredictRuntime,
+				job.DesignKind:  cfg.Limits.DesignRuntime,
+				job.EmbedKind:   cfg.Limits.EmbedRuntime,
+			},
+			Stall:     cfg.Limits.Stall,
+			LeaseTTL:  cfg.LeaseTTL,
+			Heartbeat: cfg.Heartbeat,
+			Logger:    log,
+		})
+		if err := w.Start(runCtx); err != nil {
+			a.Close()
+			return nil, err
+		}
+		a.wg.Go(func() {
+			if err := w.Wait(); err != nil {
+				a.errs <- fmt.Errorf("worker: %w", err)
+			}
+		})
+	}
+	log.Info("chaperone serving", "url", a.URL, "data", cfg.DataDir, "worker", !cfg.NoWorker, "slots", cfg.Slots)
+	return a, nil
+}
+
+// Err delivers a failure of the HTTP server or the worker.
+func (a *App) Err() <-chan error { return a.errs }
+
+// Close stops serving: the worker hands back running jobs, open requests get a few
+// seconds to finish, then the store closes.
+func (a *App) Close() error {
+	var err error
+	a.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err = a.http.Shutdown(ctx)
+		if err != nil {
+			a.http.Close()
+		}
+		a.cancel()
+		a.wg.Wait()
+		err = errors.Join(err, a.Store.Close())
+	})
+	return err
+}
+
+func withDefaults(cfg Config) Config {
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:8080"
+	}
+	if cfg.DataDir == "" {
+		cfg.DataDir = "chaperone-data"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Limits == (catalog.Limits{}) {
+		cfg.Limits = catalog.DefaultLimits()
+	}
+	if cfg.Slots == 0 {
+		cfg.Slots = max(1, GPUCount())
+	}
+	if cfg.WorkerID == "" {
+		host, _ := os.Hostname()
+		cfg.WorkerID = "local-" + host
+	}
+	if cfg.LeaseTTL == 0 {
+		cfg.LeaseTTL = 30 * time.Second
+	}
+	if cfg.Heartbeat == 0 {
+		cfg.Heartbeat = time.Second
+	}
+	if cfg.ReapEvery == 0 {
+		cfg.ReapEvery = 5 * time.Second
+	}
+	if cfg.MaxAttempts == 0 {
+		cfg.MaxAttempts = 2
+	}
+	return cfg
+}
+
+// sessionSecret loads the key that signs web sessions, making it on first start, so
+// sessions survive a restart.
+func sessionSecret(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err == nil && len(b) >= 32 {
+		return b, nil
+	}
+	b = make([]byte, 32)
+	_, _ = rand.Read(b)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return nil, fmt.Errorf("writing the session key: %w", err)
+	}
+	return b, nil
+}
+
+// sweepOrphans removes the files of jobs the store no longer has: a crash between a
+// delete or eviction and the removal of the files leaves them behind.
+func sweepOrphans(ctx context.Context, st store.Store, arts artifact.Store, log *slog.Logger) {
+	ids, err := arts.Jobs(ctx)
+	if err != nil {
+		log.Warn("sweeping orphaned job files", "error", err.Error())
+		return
+	}
+	for _, id := range ids {
+		if _, err := st.GetJob(ctx, id); errors.Is(err, job.ErrNotFound) {
+			if err := arts.DeleteJob(ctx, id); err != nil {
+				log.Warn("sweeping orphaned job files", "job", id, "error", err.Error())
+			}
+		}
+	}
+}
+
+var nvidiaDevice = regexp.MustCompile(`^nvidia[0-9]+$`)
+
+// GPUCount counts the NVIDIA GPUs this machine exposes (/dev/nvidiaN), for the default
+// number of worker slots.
+func GPUCount() int {
+	entries, err := os.ReadDir("/dev")
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range entries {
+		if nvidiaDevice.MatchString(e.Name()) {
+			n++
+		}
+	}
+	return n
+}

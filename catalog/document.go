@@ -1,0 +1,109 @@
+package catalog
+
+import "github.com/chaperone-bio/chaperone/job"
+
+// CatalogDoc is the body of GET /v1/models (decisions.md, "Catalog").
+type CatalogDoc struct {
+	Object     string        `json:"object"` // always "catalog"
+	APIVersion string        `json:"api_version"`
+	Models     []ModelDoc    `json:"models"`
+	Protocols  []ProtocolDoc `json:"protocols"`
+	Limits     LimitsDoc     `json:"limits"`
+}
+
+// ModelDoc describes one model.
+type ModelDoc struct {
+	ID           string              `json:"id"`
+	Kind         job.Kind            `json:"kind"`
+	Name         string              `json:"name"`
+	Available    bool                `json:"available"`
+	MaxResidues  int                 `json:"max_residues"`
+	Capabilities Capabilities        `json:"capabilities"`
+	DModel       int                 `json:"d_model,omitempty"` // embedding models only
+	Fast         string              `json:"fast"`
+	Params       map[string]ParamDoc `json:"params"`
+}
+
+// ProtocolDoc describes one design protocol, with the params of the model that runs it.
+type ProtocolDoc struct {
+	ID          string              `json:"id"`
+	Model       string              `json:"model"`
+	Requires    []string            `json:"requires"`
+	Description string              `json:"description"`
+	Params      map[string]ParamDoc `json:"params"`
+}
+
+// ParamDoc describes one param. Default is null when omitting the param lets the model use
+// its own value, which the description names.
+type ParamDoc struct {
+	Type        ParamType         `json:"type"`
+	Default     any               `json:"default"`
+	Min         *float64          `json:"min,omitempty"`
+	Max         *float64          `json:"max,omitempty"`
+	Enum        []string          `json:"enum,omitempty"`
+	Aliases     map[string]string `json:"aliases,omitempty"`
+	NotAbove    string            `json:"not_above,omitempty"`
+	Description string            `json:"description"`
+}
+
+// LimitsDoc is every cap of the service, with durations in whole seconds.
+type LimitsDoc struct {
+	Limits
+	PredictRuntimeSeconds int `json:"predict_runtime_seconds"`
+	DesignRuntimeSeconds  int `json:"design_runtime_seconds"`
+	EmbedRuntimeSeconds   int `json:"embed_runtime_seconds"`
+	StallSeconds          int `json:"stall_seconds"`
+}
+
+// Document is the catalog as GET /v1/models shows it; available says which model ids a live
+// worker can run now. Models and protocols keep catalog order, and encoding/json sorts the
+// param keys, so the same catalog always encodes to the same bytes.
+func (c *Catalog) Document(available map[string]bool) CatalogDoc {
+	d := CatalogDoc{
+		Object:     "catalog",
+		APIVersion: APIVersion,
+		Models:     make([]ModelDoc, 0, len(c.Models)),
+		Protocols:  make([]ProtocolDoc, 0, len(c.Protocols)),
+		Limits: LimitsDoc{
+			Limits:                c.Limits,
+			PredictRuntimeSeconds: int(c.Limits.PredictRuntime.Seconds()),
+			DesignRuntimeSeconds:  int(c.Limits.DesignRuntime.Seconds()),
+			EmbedRuntimeSeconds:   int(c.Limits.EmbedRuntime.Seconds()),
+			StallSeconds:          int(c.Limits.Stall.Seconds()),
+		},
+	}
+	for _, m := range c.Models {
+		d.Models = append(d.Models, ModelDoc{
+			ID:           m.ID,
+			Kind:         m.Kind,
+			Name:         m.Name,
+			Available:    available[m.ID],
+			MaxResidues:  m.MaxResidues,
+			Capabilities: m.Capabilities,
+			DModel:       m.DModel,
+			Fast:         m.Fast,
+			Params:       paramDocs(m.Params),
+		})
+	}
+	for _, p := range c.Protocols {
+		var params map[string]ParamDoc
+		if m, ok := c.Model(p.Model); ok {
+			params = paramDocs(m.Params)
+		}
+		d.Protocols = append(d.Protocols, ProtocolDoc{
+			ID: p.ID, Model: p.Model, Requires: p.Requires, Description: p.Description, Params: params,
+		})
+	}
+	return d
+}
+
+func paramDocs(ps []Param) map[string]ParamDoc {
+	docs := make(map[string]ParamDoc, len(ps))
+	for _, p := range ps {
+		docs[p.Name] = ParamDoc{
+			Type: p.Type, Default: p.Default, Min: p.Min, Max: p.Max, Enum: p.Enum,
+			Aliases: p.Aliases, NotAbove: p.NotAbove, Description: p.Description,
+		}
+	}
+	return docs
+}

@@ -1,0 +1,192 @@
+package catalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// documentJSON is the catalog document as a client reads it.
+func documentJSON(t *testing.T, available map[string]bool) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(Default().Document(available))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+func keys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }
+
+func TestDocumentShape(t *testing.T) {
+	t.Parallel()
+	doc := documentJSON(t, map[string]bool{"boltz2": true, "esmc-300m": true, "nope": true})
+	if got, want := keys(doc), []string{"api_version", "limits", "models", "object", "protocols"}; !slices.Equal(got, want) {
+		t.Fatalf("top-level keys %v, want %v", got, want)
+	}
+	if doc["object"] != "catalog" || doc["api_version"] != "1.0.0" {
+		t.Errorf("object %v, api_version %v", doc["object"], doc["api_version"])
+	}
+
+	var ids []string
+	for _, raw := range doc["models"].([]any) {
+		m := raw.(map[string]any)
+		id := m["id"].(string)
+		ids = append(ids, id)
+		want := []string{"available", "capabilities", "fast", "id", "kind", "max_residues", "name", "params"}
+		if m["kind"] == "embed" {
+			want = []string{"available", "capabilities", "d_model", "fast", "id", "kind", "max_residues", "name", "params"}
+		}
+		if got := keys(m); !slices.Equal(got, want) {
+			t.Errorf("%s: keys %v, want %v", id, got, want)
+		}
+		if got, want := m["available"], id == "boltz2" || id == "esmc-300m"; got != want {
+			t.Errorf("%s: available %v, want %v", id, got, want)
+		}
+		capKeys := []string{"affinity", "constraints", "ligands", "modified_residues", "msa", "nucleic_acids", "pae"}
+		if got := keys(m["capabilities"].(map[string]any)); !slices.Equal(got, capKeys) {
+			t.Errorf("%s: capabilities %v, want %v", id, got, capKeys)
+		}
+		for name, raw := range m["params"].(map[string]any) {
+			p := raw.(map[string]any)
+			if _, ok := p["default"]; !ok || p["type"] == nil || p["description"] == "" {
+				t.Errorf("%s.%s: %v lacks type, default or description", id, name, p)
+			}
+			switch p["type"] {
+			case "integer":
+				if p["min"] == nil || p["max"] == nil {
+					t.Errorf("%s.%s: integer without min and max", id, name)
+				}
+			case "string":
+				if p["enum"] == nil {
+					t.Errorf("%s.%s: string without enum", id, name)
+				}
+			}
+		}
+	}
+	if want := Default().ModelIDs("predict"); !slices.Equal(ids[:len(want)], want) {
+		t.Errorf("models start %v, want the prediction models %v in catalog order", ids, want)
+	}
+	if len(ids) != 14 {
+		t.Errorf("%d models, want 14", len(ids))
+	}
+
+	protocols := doc["protocols"].([]any)
+	if len(protocols) != 9 {
+		t.Errorf("%d protocols, want 9", len(protocols))
+	}
+	for _, raw := range protocols {
+		p := raw.(map[string]any)
+		if got, want := keys(p), []string{"description", "id", "model", "params", "requires"}; !slices.Equal(got, want) {
+			t.Errorf("%s: keys %v, want %v", p["id"], got, want)
+		}
+		if len(p["params"].(map[string]any)) == 0 {
+			t.Errorf("%s: no params", p["id"])
+		}
+	}
+}
+
+func TestDocumentLimits(t *testing.T) {
+	t.Parallel()
+	limits := documentJSON(t, nil)["limits"].(map[string]any)
+	want := map[string]float64{
+		"residue_ceiling": 1024, "chains_per_complex": 20, "ligands_per_complex": 20, "constraints_per_complex": 50,
+		"targets_per_job": 100, "max_content_chars": 1_000_000, "structure_chars": 700_000,
+		"embed_sequences_per_job": 50, "embed_residues_per_sequence": 2000, "request_body_bytes": 8 << 20,
+		"active_jobs_per_owner": 16, "creates_per_owner_per_minute": 60, "queued_jobs": 1000, "retained_jobs": 1000,
+		"list_default": 20, "list_max": 100, "wait_default_seconds": 25, "wait_max_seconds": 60,
+		"boltzgen_designs_per_job": 1000, "rfd3_designs_per_job": 100, "name_chars": 256,
+		"predict_runtime_seconds": 3600, "design_runtime_seconds": 14400, "embed_runtime_seconds": 600, "stall_seconds": 900,
+	}
+	for k, v := range want {
+		if limits[k] != v {
+			t.Errorf("limits.%s = %v, want %v", k, limits[k], v)
+		}
+	}
+	for k := range limits {
+		if _, ok := want[k]; !ok {
+			t.Errorf("limits.%s is not checked by this test", k)
+		}
+	}
+}
+
+func TestDocumentParams(t *testing.T) {
+	t.Parallel()
+	models := documentJSON(t, nil)["models"].([]any)
+	find := func(id string) map[string]any {
+		for _, m := range models {
+			if m.(map[string]any)["id"] == id {
+				return m.(map[string]any)["params"].(map[string]any)
+			}
+		}
+		t.Fatalf("model %s missing", id)
+		return nil
+	}
+	boltz2 := find("boltz2")
+	if p := boltz2["recycling_steps"].(map[string]any); p["default"] != nil || p["min"] != 1.0 || p["max"] != 10.0 {
+		t.Errorf("boltz2 recycling_steps = %v; want default null, range 1..10", p)
+	}
+	if p := boltz2["output_format"].(map[string]any); p["default"] != "cif" || p["aliases"].(map[string]any)["mmcif"] != "cif" {
+		t.Errorf("boltz2 output_format = %v; want default cif and mmcif aliased to cif", p)
+	}
+	if p := find("boltzgen")["budget"].(map[string]any); p["not_above"] != "num_designs" {
+		t.Errorf("boltzgen budget = %v; want not_above num_designs", p)
+	}
+	if p := find("rfd3")["seed"].(map[string]any); p["max"] != 2147483647.0 || p["default"] != 42.0 {
+		t.Errorf("rfd3 seed = %v", p)
+	}
+	if p := find("esmc-600m")["fast"].(map[string]any); p["default"] != false {
+		t.Errorf("esmc-600m fast = %v; want default false", p)
+	}
+}
+
+func TestDocumentIsDeterministic(t *testing.T) {
+	t.Parallel()
+	first, _ := json.Marshal(Default().Document(map[string]bool{"rfd3": true}))
+	for range 5 {
+		again, _ := json.Marshal(Default().Document(map[string]bool{"rfd3": true}))
+		if !bytes.Equal(first, again) {
+			t.Fatal("two encodings of the same catalog differ")
+		}
+	}
+}
+
+func TestLimitsSetTakesEveryDocumentedName(t *testing.T) {
+	t.Parallel()
+	for name := range documentJSON(t, nil)["limits"].(map[string]any) {
+		l := DefaultLimits()
+		if err := l.Set(name, 7); err != nil {
+			t.Errorf("Set(%q, 7): %v", name, err)
+			continue
+		}
+		b, _ := json.Marshal(New(l).Document(nil))
+		var doc struct{ Limits map[string]any }
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Fatal(err)
+		}
+		if doc.Limits[name] != 7.0 {
+			t.Errorf("after Set(%q, 7) the document shows %v", name, doc.Limits[name])
+		}
+	}
+}
+
+func TestLimitsSetRejects(t *testing.T) {
+	t.Parallel()
+	l := DefaultLimits()
+	if err := l.Set("targets", 5); err == nil || !strings.Contains(err.Error(), `unknown limit "targets"; valid limits are active_jobs_per_owner,`) {
+		t.Errorf("Set(targets) = %v, want an unknown-limit error listing the names", err)
+	}
+	if err := l.Set("stall_seconds", 0); err == nil || !strings.Contains(err.Error(), "must be at least 1") {
+		t.Errorf("Set(stall_seconds, 0) = %v, want a must-be-at-least-1 error", err)
+	}
+	if l != DefaultLimits() {
+		t.Errorf("a refused Set changed the limits: %+v", l)
+	}
+}

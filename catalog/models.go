@@ -1,0 +1,270 @@
+package catalog
+
+import (
+	"reflect"
+	"slices"
+	"strconv"
+
+	"github.com/chaperone-bio/chaperone/job"
+)
+
+// APIVersion is the version of the interface this catalog describes.
+const APIVersion = "1.0.0"
+
+// Default returns the catalog with the default limits.
+func Default() *Catalog { return New(DefaultLimits()) }
+
+// New returns the catalog under the given limits. A zero field of l takes its default, so a
+// configuration that sets only some limits (or predates a newer one) still gets a working
+// catalog; no cap of this service is meaningful at zero. Every model's max_residues is cut
+// to the configured ceiling, so an operator lowering the ceiling lowers it everywhere.
+func New(l Limits) *Catalog {
+	lv, dv := reflect.ValueOf(&l).Elem(), reflect.ValueOf(DefaultLimits())
+	for i := range lv.NumField() {
+		if lv.Field(i).IsZero() {
+			lv.Field(i).Set(dv.Field(i))
+		}
+	}
+	c := &Catalog{Models: models(l), Protocols: protocols(), Limits: l}
+	for i := range c.Models {
+		m := &c.Models[i]
+		if m.Kind == job.EmbedKind {
+			m.MaxResidues = min(m.MaxResidues, l.EmbedResidues)
+		} else {
+			m.MaxResidues = min(m.MaxResidues, l.ResidueCeiling)
+		}
+	}
+	return c
+}
+
+// Model returns the model with the given id.
+func (c *Catalog) Model(id string) (*Model, bool) {
+	i := slices.IndexFunc(c.Models, func(m Model) bool { return m.ID == id })
+	if i < 0 {
+		return nil, false
+	}
+	return &c.Models[i], true
+}
+
+// Protocol returns the design protocol with the given id.
+func (c *Catalog) Protocol(id string) (*Protocol, bool) {
+	i := slices.IndexFunc(c.Protocols, func(p Protocol) bool { return p.ID == id })
+	if i < 0 {
+		return nil, false
+	}
+	return &c.Protocols[i], true
+}
+
+// ModelIDs lists the ids of the models of one kind, in catalog order.
+func (c *Catalog) ModelIDs(kind job.Kind) []string {
+	var ids []string
+	for _, m := range c.Models {
+		if m.Kind == kind {
+			ids = append(ids, m.ID)
+		}
+	}
+	return ids
+}
+
+// ProtocolIDs lists the ids of the design protocols, in catalog order.
+func (c *Catalog) ProtocolIDs() []string {
+	ids := make([]string, len(c.Protocols))
+	for i, p := range c.Protocols {
+		ids[i] = p.ID
+	}
+	return ids
+}
+
+// embedMaxResidues is every embedding model's ceiling per sequence. ESM C has no length cap
+// in its code; SaProt's rotary positions do not cap it either, though it was trained on
+// sequences of up to 1024.
+const embedMaxResidues = 2000
+
+func ptr(f float64) *float64 { return &f }
+
+func boolParam(name string, def bool, desc string) Param {
+	return Param{Name: name, Type: Boolean, Default: def, Description: desc}
+}
+
+// intParam is an integer param clamped to lo..hi; def is an int, or nil for "the model's
+// own value".
+func intParam(name string, lo, hi int, def any, desc string) Param {
+	return Param{Name: name, Type: Integer, Default: def, Min: ptr(float64(lo)), Max: ptr(float64(hi)), Description: desc}
+}
+
+func enumParam(name, def string, enum []string, aliases map[string]string, desc string) Param {
+	return Param{Name: name, Type: String, Default: def, Enum: enum, Aliases: aliases, Description: desc}
+}
+
+// msaUse says how a prediction model treats use_msa_server.
+type msaUse int
+
+const (
+	msaOn    msaUse = iota // optional, on by default
+	msaOff                 // optional, off by default
+	msaNever               // single-sequence model: only false is accepted
+)
+
+// predictParams are the params of a prediction model. recycles and steps are the model's
+// own recycling and diffusion step counts, used when the caller omits those keys.
+func predictParams(id string, msa msaUse, recycles, steps int) []Param {
+	var msaDesc string
+	switch msa {
+	case msaOn:
+		msaDesc = "Align each protein chain on the operator's MSA server (the sequence leaves this service " +
+			"unless that server is self-hosted); false folds single-sequence."
+	case msaOff:
+		msaDesc = "Off by default: " + id + " folds single-sequence. True aligns each protein chain on " +
+			"the operator's MSA server first (the sequence leaves this service unless that server is self-hosted)."
+	case msaNever:
+		msaDesc = id + " is single-sequence only: the key is accepted as false, and true is rejected."
+	}
+	return []Param{
+		boolParam("use_msa_server", msa == msaOn, msaDesc),
+		boolParam("fast", true, "Faster numerics where the engine offers them (see the model's fast); never fewer steps."),
+		intParam("recycling_steps", 1, 10, nil,
+			"Trunk recycling iterations; omit it and "+id+" uses its own "+strconv.Itoa(recycles)+"."),
+		intParam("sampling_steps", 10, 500, nil,
+			"Diffusion sampling steps; omit it and "+id+" uses its own "+strconv.Itoa(steps)+"."),
+		intParam("diffusion_samples", 1, 5, 1,
+			"Structures sampled per target; the best-ranked one is <target>.cif (or .pdb), the others <target>_sample_<k>.cif."),
+		enumParam("output_format", "cif", []string{"cif", "pdb"}, map[string]string{"mmcif": "cif"},
+			"Structure file format: cif (mmCIF) or pdb; mmcif is accepted as cif."),
+	}
+}
+
+func models(l Limits) []Model {
+	// Structure-model ceilings: every prediction model folds the platform ceiling of 1024
+	// residues inside the 3600 s runtime cap on one 80 GB GPU, going by the upstream figures
+	// in research/upstream-models.md: Boltz-2 users fold ~2000 residues on 80 GB; Protenix
+	// reports 1000 tokens in 59 s and 18 GB; OpenFold3 is tested on 40 GB A100s; OpenDDE
+	// peaks at 66.9 GiB for 1001 tokens in bf16 with plain kernels, which is why its fast
+	// switch never leaves bf16. ESMFold2 has no published figure; the reference service
+	// (JapanFold) advertises 1024 for both variants. Lower a value when a measurement says so.
+	const fold = 1024
+	predictCaps := Capabilities{MSA: true, Ligands: true, NucleicAcids: true, PAE: true, ModifiedResidues: true}
+	proteinOnly := Capabilities{MSA: true, PAE: true, ModifiedResidues: true}
+	boltz2 := predictCaps
+	boltz2.Affinity, boltz2.Constraints = true, true
+	esmfold2Fast := proteinOnly
+	esmfold2Fast.MSA = false
+
+	budget := intParam("budget", 1, l.BoltzGenDesigns, 10,
+		"Top-ranked designs kept after filtering; never above num_designs (clamped down to it).")
+	budget.NotAbove = "num_designs"
+
+	return []Model{
+		{
+			ID: "boltz2", Kind: job.PredictKind, Name: "Boltz-2", Tool: "boltz", MaxResidues: fold,
+			Capabilities: boltz2, Params: predictParams("boltz2", msaOn, 3, 200),
+			Fast: "On: cuEquivariance fused kernels (upstream's default); off: --no_kernels. " +
+				"Precision is bf16-mixed either way, as upstream fixes it.",
+		},
+		{
+			ID: "esmfold2", Kind: job.PredictKind, Name: "ESMFold2", Tool: "esm", MaxResidues: fold,
+			Capabilities: proteinOnly, Params: predictParams("esmfold2", msaOff, 10, 100),
+			Fast: "On: bf16 autocast and fused attention kernels; off: fp32 throughout.",
+		},
+		{
+			ID: "esmfold2-fast", Kind: job.PredictKind, Name: "ESMFold2 Fast", Tool: "esm", MaxResidues: fold,
+			Capabilities: esmfold2Fast, Params: predictParams("esmfold2-fast", msaNever, 10, 100),
+			Fast: "On: bf16 autocast and fused attention kernels; off: fp32 throughout. " +
+				"The model itself is the inference-optimised single-sequence ESMFold2.",
+		},
+		{
+			ID: "protenix-v2", Kind: job.PredictKind, Name: "Protenix v2", Tool: "protenix", MaxResidues: fold,
+			Capabilities: predictCaps, Params: predictParams("protenix-v2", msaOn, 10, 200),
+			Fast: "On: bf16 with cuEquivariance triangle kernels (upstream's defaults); off: fp32 with plain PyTorch kernels.",
+		},
+		{
+			ID: "openfold3", Kind: job.PredictKind, Name: "OpenFold3", Tool: "run_openfold", MaxResidues: fold,
+			Capabilities: predictCaps, Params: predictParams("openfold3", msaOn, 10, 200),
+			Fast: "On: cuEquivariance triangle kernels where the worker has them installed; off: plain PyTorch kernels. " +
+				"Precision stays at upstream's fp32.",
+		},
+		{
+			ID: "opendde", Kind: job.PredictKind, Name: "OpenDDE", Tool: "opendde", MaxResidues: fold,
+			Capabilities: proteinOnly, Params: predictParams("opendde", msaOn, 10, 200),
+			Fast: "On: cuEquivariance triangle kernels; off: plain PyTorch kernels. Both run bf16: upstream's fp32 " +
+				"default needs about twice the memory and would not fit max_residues on one GPU.",
+		},
+		{
+			ID: "opendde-abag", Kind: job.PredictKind, Name: "OpenDDE antibody-antigen", Tool: "opendde", MaxResidues: fold,
+			Capabilities: proteinOnly, Params: predictParams("opendde-abag", msaOn, 10, 200),
+			Fast: "On: cuEquivariance triangle kernels; off: plain PyTorch kernels. Both run bf16: upstream's fp32 " +
+				"default needs about twice the memory and would not fit max_residues on one GPU.",
+		},
+		{
+			// The size of a BoltzGen design follows from its spec, which is checked against
+			// this ceiling once specs are parsed.
+			ID: "boltzgen", Kind: job.DesignKind, Name: "BoltzGen", Tool: "boltzgen", MaxResidues: fold,
+			Capabilities: Capabilities{Ligands: true, NucleicAcids: true},
+			Params: []Param{
+				intParam("num_designs", 1, l.BoltzGenDesigns, 10, "Designs generated before filtering and ranking."),
+				budget,
+				boolParam("fast", true, "Faster numerics (see the model's fast); never fewer designs or steps."),
+			},
+			Fast: "On: cuEquivariance kernels (--use_kernels true); off: --use_kernels false.",
+		},
+		{
+			// A contig bounds the size of an rfd3 design: kept ranges plus designed maxima.
+			ID: "rfd3", Kind: job.DesignKind, Name: "RFdiffusion3", Tool: "rfd3", MaxResidues: fold,
+			Capabilities: Capabilities{NucleicAcids: true},
+			Params: []Param{
+				intParam("num_designs", 1, l.RFD3Designs, 4, "Independent designs for the same structure and contig."),
+				intParam("num_timesteps", 4, 200, 100, "Diffusion steps per design; 200 is cleanest, fewer is faster."),
+				intParam("seed", 0, 2147483647, 42, "Noise seed; the same seed and inputs give the same designs."),
+			},
+			Fast: "No fast switch: RFdiffusion3 runs at its default precision. Use fewer num_timesteps to go faster.",
+		},
+		esmc("esmc-300m", "ESM C 300M", 960),
+		esmc("esmc-600m", "ESM C 600M", 1152),
+		esmc("esmc-6b", "ESM C 6B", 2560),
+		saprot("saprot-650m", "SaProt 650M"),
+		saprot("saprot-1.3b", "SaProt 1.3B"),
+	}
+}
+
+func embedParams() []Param {
+	return []Param{
+		enumParam("pool", "mean", []string{"mean", "max", "cls"}, nil,
+			"How per-residue vectors become the pooled vector: mean, max, or cls (the class token)."),
+		enumParam("format", "npz", []string{"npz", "parquet"}, nil,
+			"npz: <id>.npz per sequence with per_residue, pooled and sequence; parquet: one embeddings.parquet of pooled vectors."),
+		boolParam("fast", false, "Higher throughput at slightly lower precision (see the model's fast)."),
+	}
+}
+
+func esmc(id, name string, dModel int) Model {
+	return Model{
+		ID: id, Kind: job.EmbedKind, Name: name, Tool: "esm", MaxResidues: embedMaxResidues, DModel: dModel,
+		Params: embedParams(),
+		Fast:   "On: bf16 weights and flash attention where installed; off: fp32 throughout.",
+	}
+}
+
+// saprot models run sequence-only (every structure token masked); both have a hidden size
+// of 1280 (their Hugging Face configs).
+func saprot(id, name string) Model {
+	return Model{
+		ID: id, Kind: job.EmbedKind, Name: name, Tool: "transformers", MaxResidues: embedMaxResidues, DModel: 1280,
+		Params: embedParams(),
+		Fast:   "On: half-precision (bf16) autocast; off: fp32 throughout.",
+	}
+}
+
+func protocols() []Protocol {
+	spec := []string{"spec"}
+	rfd3 := []string{"structure", "contig"}
+	return []Protocol{
+		{ID: "protein-anything", Model: "boltzgen", Requires: spec, Description: "Mini-protein binder against any target."},
+		{ID: "peptide-anything", Model: "boltzgen", Requires: spec, Description: "Short peptide binder."},
+		{ID: "nanobody-anything", Model: "boltzgen", Requires: spec, Description: "Single-domain antibody (nanobody) binder."},
+		{ID: "antibody-anything", Model: "boltzgen", Requires: spec, Description: "Antibody binder."},
+		{ID: "protein-small_molecule", Model: "boltzgen", Requires: spec, Description: "Protein binder with a binding-affinity step."},
+		{ID: "protein-redesign", Model: "boltzgen", Requires: spec, Description: "Re-design residues of an existing binder."},
+		{ID: "rfd3-binder", Model: "rfd3", Requires: rfd3, Description: "Binder against a protein structure."},
+		{ID: "rfd3-scaffold", Model: "rfd3", Requires: rfd3, Description: "Scaffold around a fixed motif."},
+		{ID: "rfd3-na-binder", Model: "rfd3", Requires: rfd3, Description: "Binder against a fixed DNA or RNA structure."},
+	}
+}

@@ -1,0 +1,267 @@
+// Command chaperone is the chaperone server and its administration commands:
+//
+//	chaperone serve               the API and an in-process worker
+//	chaperone keys create|list|revoke
+//	chaperone version
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/chaperone-bio/chaperone/apikey"
+	"github.com/chaperone-bio/chaperone/app"
+	"github.com/chaperone-bio/chaperone/catalog"
+	"github.com/chaperone-bio/chaperone/engine"
+	"github.com/chaperone-bio/chaperone/store/sqlite"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+const usage = `chaperone: a self-hostable server for biomolecular machine learning.
+
+Usage:
+  chaperone serve [flags]             run the API and an in-process worker
+  chaperone keys create --name NAME   issue an API key (printed once)
+  chaperone keys list                 list keys (never the keys themselves)
+  chaperone keys revoke ID|NAME       revoke a key
+  chaperone version
+
+Run "chaperone serve -h" for the server's flags.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "serve":
+		err = serve(args[1:], stderr)
+	case "keys":
+		err = keys(args[1:], stdout)
+	case "version":
+		fmt.Fprintln(stdout, version)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+	default:
+		fmt.Fprintf(stderr, "chaperone: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	var usageErr usageError
+	switch {
+	case errors.As(err, &usageErr):
+		fmt.Fprintf(stderr, "chaperone: %s\n", err)
+		return 2
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
+		fmt.Fprintf(stderr, "chaperone: %s\n", err)
+		return 1
+	}
+	return 0
+}
+
+type usageError struct{ error }
+
+// env returns the value of an environment variable, or def.
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+func serve(args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", env("CHAPERONE_ADDR", "127.0.0.1:8080"), "listen address (CHAPERONE_ADDR)")
+	data := fs.String("data", env("CHAPERONE_DATA", "chaperone-data"), "data folder: database, artifacts, work folders (CHAPERONE_DATA)")
+	slots := fs.Int("slots", envInt("CHAPERONE_SLOTS", 0), "jobs the in-process worker runs at once; 0 = one per GPU found, else 1 (CHAPERONE_SLOTS)")
+	noWorker := fs.Bool("no-worker", env("CHAPERONE_NO_WORKER", "") == "1", "serve the API without an in-process worker (CHAPERONE_NO_WORKER=1)")
+	publicURL := fs.String("public-url", env("CHAPERONE_PUBLIC_URL", ""), "public base URL, used in problem type URIs; default: from each request (CHAPERONE_PUBLIC_URL)")
+	logLevel := fs.String("log-level", env("CHAPERONE_LOG_LEVEL", "info"), "debug, info, warn or error (CHAPERONE_LOG_LEVEL)")
+	tools := engine.Tools{}
+	for _, kv := range os.Environ() {
+		if name, path, ok := strings.Cut(strings.TrimPrefix(kv, "CHAPERONE_TOOL_"), "="); ok && strings.HasPrefix(kv, "CHAPERONE_TOOL_") {
+			tools[strings.ToLower(name)] = path
+		}
+	}
+	fs.Func("tool", "NAME=PATH: run the upstream tool NAME from PATH instead of PATH lookup; repeatable (CHAPERONE_TOOL_<NAME>=PATH)", func(v string) error {
+		name, path, ok := strings.Cut(v, "=")
+		if !ok || name == "" || path == "" {
+			return fmt.Errorf("want NAME=PATH, got %q", v)
+		}
+		tools[name] = path
+		return nil
+	})
+	var proxies []netip.Prefix
+	addProxies := func(v string) error {
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s == "" {
+				continue
+			}
+			p, err := netip.ParsePrefix(s)
+			if err != nil {
+				a, aerr := netip.ParseAddr(s)
+				if aerr != nil {
+					return fmt.Errorf("not a CIDR or address: %q", s)
+				}
+				p = netip.PrefixFrom(a, a.BitLen())
+			}
+			proxies = append(proxies, p)
+		}
+		return nil
+	}
+	if err := addProxies(env("CHAPERONE_TRUSTED_PROXIES", "")); err != nil {
+		return usageError{fmt.Errorf("CHAPERONE_TRUSTED_PROXIES: %w", err)}
+	}
+	fs.Func("trusted-proxy", "CIDR whose X-Forwarded-For/Forwarded headers are believed; repeatable, comma lists allowed; none by default (CHAPERONE_TRUSTED_PROXIES)", addProxies)
+	limits := catalog.DefaultLimits()
+	if v := env("CHAPERONE_LIMITS", ""); v != "" {
+		for _, kv := range strings.Split(v, ",") {
+			if err := setLimit(&limits, kv); err != nil {
+				return usageError{fmt.Errorf("CHAPERONE_LIMITS: %w", err)}
+			}
+		}
+	}
+	fs.Func("limit", "NAME=VALUE: change a limit or quota (names as in GET /v1/models \"limits\"); repeatable (CHAPERONE_LIMITS=NAME=VALUE,...)", func(v string) error {
+		return setLimit(&limits, v)
+	})
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return usageError{fmt.Errorf("--log-level: %w", err)}
+	}
+	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	a, err := app.Start(ctx, app.Config{
+		Addr:           *addr,
+		DataDir:        *data,
+		Version:        version,
+		Logger:         logger,
+		Limits:         limits,
+		PublicURL:      *publicURL,
+		TrustedProxies: proxies,
+		Slots:          *slots,
+		NoWorker:       *noWorker,
+		Engines:        builtinEngines(),
+		Tools:          tools,
+	})
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down")
+	case err = <-a.Err():
+	}
+	return errors.Join(err, a.Close())
+}
+
+func setLimit(l *catalog.Limits, kv string) error {
+	name, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+	if !ok {
+		return usageError{fmt.Errorf("want NAME=VALUE, got %q", kv)}
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return usageError{fmt.Errorf("limit %s: %q is not an integer", name, v)}
+	}
+	if err := l.Set(name, n); err != nil {
+		return usageError{err}
+	}
+	return nil
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(env(name, "")); err == nil {
+		return v
+	}
+	return def
+}
+
+func keys(args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return usageError{errors.New("keys: want create, list or revoke")}
+	}
+	fs := flag.NewFlagSet("keys "+args[0], flag.ContinueOnError)
+	data := fs.String("data", env("CHAPERONE_DATA", "chaperone-data"), "data folder of the server (CHAPERONE_DATA)")
+	name := fs.String("name", "", "name of the new key (create)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return usageError{err}
+	}
+	ctx := context.Background()
+	if err := os.MkdirAll(*data, 0o750); err != nil {
+		return err
+	}
+	st, err := sqlite.Open(ctx, filepath.Join(*data, "chaperone.db"))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	switch args[0] {
+	case "create":
+		if *name == "" {
+			return usageError{errors.New("keys create: --name is required")}
+		}
+		key, rec := apikey.New(*name, time.Now())
+		if err := st.CreateKey(ctx, rec); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s\n", key)
+		fmt.Fprintf(os.Stderr, "Created key %s (%s). It is shown only this once; store it now.\n", rec.ID, rec.Name)
+	case "list":
+		ks, err := st.ListKeys(ctx)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tNAME\tPREFIX\tCREATED\tREVOKED")
+		for _, k := range ks {
+			revoked := "-"
+			if !k.RevokedAt.IsZero() {
+				revoked = k.RevokedAt.UTC().Format(time.RFC3339)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s…\t%s\t%s\n", k.ID, k.Name, k.Prefix, k.CreatedAt.UTC().Format(time.RFC3339), revoked)
+		}
+		return tw.Flush()
+	case "revoke":
+		if fs.NArg() != 1 {
+			return usageError{errors.New("keys revoke: give one key id or name")}
+		}
+		if err := st.RevokeKey(ctx, fs.Arg(0), time.Now()); err != nil {
+			return fmt.Errorf("keys revoke %s: %w", fs.Arg(0), err)
+		}
+		fmt.Fprintf(stdout, "revoked %s\n", fs.Arg(0))
+	default:
+		return usageError{fmt.Errorf("keys: unknown subcommand %q; want create, list or revoke", args[0])}
+	}
+	return nil
+}

@@ -1,0 +1,146 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/chaperone-bio/chaperone/app"
+)
+
+func retryAfter(t *testing.T, r *response) int {
+	t.Helper()
+	n, err := strconv.Atoi(r.Header.Get("Retry-After"))
+	mustf(t, err == nil && n >= 1, "Retry-After %q is not a whole number of seconds ≥ 1", r.Header.Get("Retry-After"))
+	return n
+}
+
+func TestActiveJobQuotaPerOwner(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, withLimits(func(l *limitsT) { l.ActiveJobsPerOwner = 2 }))
+	a, b := s.predict("hang"), s.predict("hang")
+	r := s.post("/v1/predictions", map[string]any{"sequence": "MKT"})
+	detail := r.problem(http.StatusTooManyRequests, "rate-limited")
+	retryAfter(t, r)
+	mustf(t, strings.Contains(detail, "2"), "429 detail %q does not name the quota", detail)
+	// Another owner is not affected, and ending a job frees a place.
+	key, _ := s.issueKey("other")
+	s.predict("ok", "X-API-Key: "+key)
+	s.post("/v1/jobs/"+a+"/cancel", nil).expect(http.StatusOK)
+	s.predict("ok")
+	s.post("/v1/jobs/"+b+"/cancel", nil).expect(http.StatusOK)
+}
+
+func TestCreatesPerMinuteQuota(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, withLimits(func(l *limitsT) { l.CreatesPerMinute = 3 }))
+	for range 3 {
+		s.predict("ok")
+	}
+	r := s.post("/v1/predictions", map[string]any{"sequence": "MKT", "name": "ok"})
+	r.problem(http.StatusTooManyRequests, "rate-limited")
+	n := retryAfter(t, r)
+	mustf(t, n <= 60, "Retry-After %d exceeds the 60 s window", n)
+}
+
+func TestQueueCapacityIsAtCapacity(t *testing.T) {
+	t.Parallel()
+	// One slot, held by a hanging job, so the next creates stay queued.
+	live := startServer(t, withLimits(func(l *limitsT) { l.QueuedJobs = 2 }), func(c *app.Config) { c.Slots = 1 })
+	busy := live.predict("hang")
+	live.waitStatus(busy, "running")
+	key, _ := live.issueKey("k")
+	live.predict("ok")
+	live.predict("ok", "X-API-Key: "+key)
+	r := live.post("/v1/predictions", map[string]any{"sequence": "MKT"})
+	r.problem(http.StatusTooManyRequests, "at-capacity")
+	retryAfter(t, r)
+	live.post("/v1/jobs/"+busy+"/cancel", nil).expect(http.StatusOK)
+}
+
+func TestRetentionEvictsTheOldestFinishedJobOfTheBiggestOwner(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, withLimits(func(l *limitsT) { l.RetainedJobs = 4 }))
+	key, _ := s.issueKey("small")
+	small := s.predict("ok", "X-API-Key: "+key)
+	s.waitStatus(small, "succeeded", "X-API-Key: "+key)
+	var big []string
+	for range 3 {
+		id := s.predict("ok")
+		s.waitStatus(id, "succeeded")
+		big = append(big, id)
+	}
+	newest := s.predict("ok") // the fifth job: the biggest owner's oldest finished job goes
+	s.get("/v1/jobs/"+big[0]).problem(http.StatusNotFound, "not-found")
+	waitNoJobFiles(t, s, big[0])
+	for _, id := range append(big[1:], newest) {
+		s.get("/v1/jobs/" + id).expect(http.StatusOK)
+	}
+	s.get("/v1/jobs/"+small, "X-API-Key: "+key).expect(http.StatusOK)
+}
+
+func TestListingPagesNewestFirstWithoutSkipsOrRepeats(t *testing.T) {
+	t.Parallel()
+	live := startServer(t, withLimits(func(l *limitsT) { l.ActiveJobsPerOwner = 100; l.CreatesPerMinute = 100 }))
+	var created []string
+	for i := range 25 {
+		created = append(created, live.create("/v1/embeddings", map[string]any{"sequence": "MKT", "name": fmt.Sprintf("ok-%d", i)}))
+	}
+	var seen []string
+	cursor := ""
+	pages := 0
+	for {
+		path := "/v1/jobs?limit=10"
+		if cursor != "" {
+			path += "&cursor=" + cursor
+		}
+		page := live.get(path).expect(http.StatusOK).json()
+		mustf(t, page["object"] == "list", "list object %v", page["object"])
+		for _, j := range page["data"].([]any) {
+			seen = append(seen, j.(map[string]any)["id"].(string))
+		}
+		pages++
+		if pages == 1 {
+			live.create("/v1/embeddings", map[string]any{"sequence": "MKT", "name": "late"}) // must not appear later
+		}
+		if page["has_more"] != true {
+			mustf(t, page["next_cursor"] == nil, "last page has a cursor")
+			break
+		}
+		cursor = page["next_cursor"].(string)
+	}
+	mustf(t, len(seen) == 25 && pages == 3, "saw %d jobs on %d pages, want 25 on 3", len(seen), pages)
+	for i, id := range seen {
+		mustf(t, id == created[24-i], "position %d holds %s, want %s (newest first)", i, id, created[24-i])
+	}
+
+	first := live.get("/v1/jobs").expect(http.StatusOK).json()
+	mustf(t, len(first["data"].([]any)) == 20, "default page size %d, want 20", len(first["data"].([]any)))
+	all := live.get("/v1/jobs?limit=1000").expect(http.StatusOK).json()
+	mustf(t, len(all["data"].([]any)) == 26, "limit=1000 gave %d of 26 jobs", len(all["data"].([]any)))
+	live.get("/v1/jobs?limit=0").expect(http.StatusOK)
+	live.get("/v1/jobs?limit=ten").problem(http.StatusBadRequest, "invalid-input")
+	live.get("/v1/jobs?cursor=definitely-not-a-cursor").problem(http.StatusBadRequest, "invalid-input")
+}
+
+func TestMetricsCountRequestsJobsAndWorkers(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	s.waitStatus(s.predict("ok"), "succeeded")
+	s.get("/v1/jobs/0123456789abcdef0123456789abcdef").expect(http.StatusNotFound)
+	r := s.get("/metrics").expect(http.StatusOK)
+	body := string(r.Body)
+	for _, want := range []string{
+		`chaperone_http_requests_total{method="POST",route="POST /v1/predictions",status="202"} 1`,
+		`chaperone_http_requests_total{method="GET",route="GET /v1/jobs/{id}",status="404"} 1`,
+		`chaperone_http_request_duration_seconds_bucket{method="GET",route="GET /v1/jobs/{id}"`,
+		`chaperone_jobs{kind="predict",model="boltz2",status="succeeded"} 1`,
+		`chaperone_queue_depth 0`,
+		`chaperone_workers 1`,
+		`chaperone_worker_slots{state="idle"} 2`,
+	} {
+		mustf(t, strings.Contains(body, want), "metrics lack %q", want)
+	}
+}

@@ -1,0 +1,137 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/chaperone-bio/chaperone/apikey"
+	"github.com/chaperone-bio/chaperone/app"
+)
+
+// issueKey makes a key out of band, as `chaperone keys create` does.
+func (s *server) issueKey(name string) (key, id string) {
+	s.t.Helper()
+	key, rec := apikey.New(name, time.Now())
+	if err := s.Store.CreateKey(context.Background(), rec); err != nil {
+		s.t.Fatal(err)
+	}
+	return key, rec.ID
+}
+
+func TestAnotherOwnersJobIsNotFoundEverywhere(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	alice, _ := s.issueKey("alice")
+	bob, _ := s.issueKey("bob")
+	id := s.predict("ok", "Authorization: Bearer "+alice)
+	s.waitStatus(id, "succeeded", "X-API-Key: "+alice)
+
+	unknown := "0123456789abcdef0123456789abcdef"
+	for _, who := range [][]string{{"Authorization: Bearer " + bob}, nil} { // another key, and keyless
+		for _, p := range []string{"", "/results", "/logs", "/archive", "/artifacts/t1.cif"} {
+			mine := s.get("/v1/jobs/"+id+p, who...)
+			mine.problem(http.StatusNotFound, "not-found")
+			theirs := s.get("/v1/jobs/"+unknown+p, who...)
+			mustf(t, string(mine.json()["detail"].(string)) == theirs.json()["detail"], "another owner's job is distinguishable from an unknown one")
+		}
+		s.post("/v1/jobs/"+id+"/cancel", nil, who...).problem(http.StatusNotFound, "not-found")
+		s.request(http.MethodDelete, "/v1/jobs/"+id, nil, who...).problem(http.StatusNotFound, "not-found")
+		list := s.get("/v1/jobs", who...).expect(http.StatusOK).json()
+		mustf(t, len(list["data"].([]any)) == 0, "another owner lists alice's job")
+	}
+	list := s.get("/v1/jobs", "Authorization: Bearer "+alice).expect(http.StatusOK).json()
+	mustf(t, len(list["data"].([]any)) == 1, "alice does not see her job: %v", list)
+}
+
+func TestBadKeysAre401AndRevocationTakesEffect(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	key, keyID := s.issueKey("ci")
+	for _, h := range []string{
+		"Authorization: Bearer chp_live_00000000000000000000000000000000", // well formed, unknown
+		"Authorization: Bearer not-a-key",
+		"Authorization: Basic dXNlcjpwYXNz",
+		"X-API-Key: chp_live_short",
+	} {
+		s.get("/v1/jobs", h).problem(http.StatusUnauthorized, "unauthorized")
+		s.post("/v1/predictions", map[string]any{"sequence": "MKT"}, h).problem(http.StatusUnauthorized, "unauthorized")
+		s.get("/v1/health", h).expect(http.StatusOK)
+	}
+	s.get("/v1/jobs", "Authorization: Bearer "+key).expect(http.StatusOK)
+	s.get("/v1/jobs", "authorization: bearer "+key).expect(http.StatusOK)
+	if err := s.Store.RevokeKey(context.Background(), keyID, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	s.get("/v1/jobs", "Authorization: Bearer "+key).problem(http.StatusUnauthorized, "unauthorized")
+}
+
+func TestSessionsOwnTheirJobs(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	c1, c2 := s.API.NewSession(), s.API.NewSession()
+	id := s.predict("ok", "Cookie: "+c1.String())
+	s.get("/v1/jobs/"+id, "Cookie: "+c1.String()).expect(http.StatusOK)
+	s.get("/v1/jobs/"+id, "Cookie: "+c2.String()).problem(http.StatusNotFound, "not-found")
+	s.get("/v1/jobs/"+id).problem(http.StatusNotFound, "not-found") // same IP, no session
+	forged := c1.Name + "=" + c1.Value[:32] + ".0000"
+	s.get("/v1/jobs/"+id, "Cookie: "+forged).problem(http.StatusNotFound, "not-found")
+}
+
+func TestForwardedForIsBelievedOnlyFromTrustedProxies(t *testing.T) {
+	t.Parallel()
+	untrusted := startServer(t)
+	id := untrusted.predict("ok", "X-Forwarded-For: 203.0.113.7")
+	untrusted.get("/v1/jobs/"+id, "X-Forwarded-For: 198.51.100.9").expect(http.StatusOK) // header ignored: same peer
+
+	proxied := startServer(t, func(c *app.Config) { c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")} })
+	id = proxied.predict("ok", "X-Forwarded-For: 203.0.113.7")
+	proxied.get("/v1/jobs/"+id, "X-Forwarded-For: 203.0.113.7").expect(http.StatusOK)
+	proxied.get("/v1/jobs/"+id, "X-Forwarded-For: 198.51.100.9").problem(http.StatusNotFound, "not-found")
+	// A client cannot prepend an address: the rightmost untrusted hop is the client.
+	proxied.get("/v1/jobs/"+id, "X-Forwarded-For: 203.0.113.7, 198.51.100.9").problem(http.StatusNotFound, "not-found")
+	proxied.get("/v1/jobs/"+id, `Forwarded: for="203.0.113.7:4711"`).expect(http.StatusOK)
+}
+
+func TestIdempotencyKeys(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	body := map[string]any{"sequence": "MKTAYIAKQ", "name": "hang"}
+	first := s.post("/v1/predictions", body, "Idempotency-Key: run-1").expect(http.StatusAccepted).json()
+	again := s.post("/v1/predictions", body, "Idempotency-Key: run-1").expect(http.StatusOK)
+	mustf(t, again.json()["id"] == first["id"] && again.Header.Get("Location") == "/v1/jobs/"+first["id"].(string),
+		"the retried create made another job")
+	s.post("/v1/predictions", map[string]any{"sequence": "MKTAYIAKQ", "name": "other"}, "Idempotency-Key: run-1").
+		problem(http.StatusUnprocessableEntity, "idempotency-key-reused")
+	// Keys are per owner: another owner's identical key is a new job.
+	key, _ := s.issueKey("k")
+	other := s.post("/v1/predictions", body, "Idempotency-Key: run-1", "X-API-Key: "+key).expect(http.StatusAccepted).json()
+	mustf(t, other["id"] != first["id"], "idempotency keys leak between owners")
+	s.post("/v1/predictions", body, "Idempotency-Key: ").problem(http.StatusBadRequest, "invalid-input")
+
+	// Concurrent creates with one key make one job.
+	ids := make(chan string, 8)
+	for range 8 {
+		go func() {
+			r := call(t, s.URL, "POST", "/v1/predictions", map[string]any{"sequence": "MKT", "name": "hang"}, "Idempotency-Key: burst")
+			id, _ := r.json()["id"].(string)
+			ids <- id
+		}()
+	}
+	seen := map[string]bool{}
+	for range 8 {
+		seen[<-ids] = true
+	}
+	mustf(t, len(seen) == 1, "8 concurrent creates with one key made %d jobs", len(seen))
+	for id := range seen {
+		s.post("/v1/jobs/"+id+"/cancel", nil).expect(http.StatusOK)
+	}
+	s.post("/v1/jobs/"+first["id"].(string)+"/cancel", nil).expect(http.StatusOK)
+	s.post("/v1/jobs/"+other["id"].(string)+"/cancel", nil, "X-API-Key: "+key).expect(http.StatusOK)
+
+	// Deleting the job frees its key.
+	s.request(http.MethodDelete, "/v1/jobs/"+first["id"].(string), nil).expect(http.StatusOK)
+	s.post("/v1/predictions", map[string]any{"sequence": "MKT", "name": "ok"}, "Idempotency-Key: run-1").expect(http.StatusAccepted)
+}

@@ -1,0 +1,173 @@
+// Package sqlite is chaperone's embedded store: the whole state of a one-machine
+// deployment in one SQLite file, through the pure-Go modernc.org/sqlite driver. It
+// implements store.Store and passes store/storetest.
+//
+// Concurrency follows the usual recipe for SQLite in WAL mode: one writer connection whose
+// transactions take the write lock at BEGIN (_txlock=immediate, so a transaction never
+// fails on upgrading a read lock), and a separate pool of query-only connections that read
+// concurrently with it. Change notifications go through an in-process notify.Hub, published
+// after each commit, so Watch works within one process only (the case SQLite serves).
+//
+// Durability: synchronous=NORMAL in WAL mode. A committed transaction survives a crash or
+// kill of the process, which is the requirement; only a power loss or OS crash can roll
+// back the last transactions before a checkpoint, and never corrupts the file. FULL would
+// add an fsync to every create.
+//
+// It imports job, store and store/notify.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/pressly/goose/v3"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/chaperone-bio/chaperone/store"
+	"github.com/chaperone-bio/chaperone/store/notify"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Store is a store.Store in one SQLite file.
+type Store struct {
+	w   *sql.DB // the one writer connection
+	r   *sql.DB // query-only readers
+	hub notify.Hub
+	st  stmts
+}
+
+var _ store.Store = (*Store)(nil)
+
+const busyTimeout = 5 * time.Second // another process (chaperone keys ...) may hold the lock
+
+// Open opens, or creates, the database at path, creating its folder, and brings its schema
+// up to date.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	common := url.Values{
+		"_busy_timeout": {fmt.Sprint(busyTimeout.Milliseconds())},
+		"_foreign_keys": {"1"},
+		"_pragma":       {"temp_store(memory)", "cache_size(-16000)"}, // 16 MB page cache
+	}
+	wq := cloneValues(common)
+	wq.Set("_journal_mode", "WAL")
+	wq.Set("_synchronous", "NORMAL")
+	wq.Set("_txlock", "immediate")
+	w, err := sql.Open("sqlite", path+"?"+wq.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxIdleTime(0)
+	w.SetConnMaxLifetime(0)
+	if err := migrate(ctx, w); err != nil {
+		w.Close()
+		return nil, err
+	}
+
+	// Readers open after the writer has put the file in WAL mode (a property of the file).
+	rq := cloneValues(common)
+	rq.Set("_query_only", "1")
+	r, err := sql.Open("sqlite", path+"?"+rq.Encode())
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	n := max(4, 2*runtime.GOMAXPROCS(0))
+	r.SetMaxOpenConns(n)
+	r.SetMaxIdleConns(n)
+	r.SetConnMaxIdleTime(0)
+	r.SetConnMaxLifetime(0)
+
+	s := &Store{w: w, r: r}
+	if err := s.st.prepare(ctx, w, r); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func cloneValues(v url.Values) url.Values {
+	c := make(url.Values, len(v))
+	for k, vs := range v {
+		c[k] = append([]string(nil), vs...)
+	}
+	return c
+}
+
+// migrate applies the embedded migrations that the file has not seen yet.
+func migrate(ctx context.Context, db *sql.DB) error {
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return err
+	}
+	p, err := goose.NewProvider(goose.DialectSQLite3, db, sub, goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		return fmt.Errorf("sqlite: migrations: %w", err)
+	}
+	// Not p.Close: it would close db.
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("sqlite: migrating: %w", err)
+	}
+	return nil
+}
+
+// Close releases the database. Watchers are not woken.
+func (s *Store) Close() error {
+	s.st.close()
+	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+// Watch implements store.Store.
+func (s *Store) Watch(id string) (<-chan struct{}, func()) { return s.hub.Subscribe(id) }
+
+// write runs fn in one IMMEDIATE transaction and, after it committed, wakes the watchers
+// of the ids fn reported as changed ("" for the queue).
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx, changed func(ids ...string)) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: begin: %w", err)
+	}
+	var ids []string
+	if err := fn(tx, func(id ...string) { ids = append(ids, id...) }); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: commit: %w", err)
+	}
+	for _, id := range ids {
+		s.hub.Publish(id)
+	}
+	return nil
+}
+
+// Times are stored as unix milliseconds, NULL for the zero time.
+
+func msOrNull(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixMilli()
+}
+
+func fromMs(v sql.NullInt64) time.Time {
+	if !v.Valid {
+		return time.Time{}
+	}
+	return time.UnixMilli(v.Int64).UTC()
+}

@@ -1,0 +1,202 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pressly/goose/v3"
+
+	"github.com/chaperone-bio/chaperone/job"
+	"github.com/chaperone-bio/chaperone/store"
+	"github.com/chaperone-bio/chaperone/store/storetest"
+)
+
+// openTest opens a store in a fresh folder (which Open must create) and closes it when tb ends.
+func openTest(tb testing.TB) *Store {
+	tb.Helper()
+	s, err := Open(context.Background(), filepath.Join(tb.TempDir(), "data", "chaperone.db"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			tb.Error(err)
+		}
+	})
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T) store.Store { return openTest(t) })
+}
+
+func TestReopen(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "chaperone.db")
+	versions := func(s *Store) (n int) {
+		t.Helper()
+		if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM goose_db_version`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &job.Job{ID: job.NewID(), Owner: job.Owner{Kind: job.OwnerIP, ID: "192.0.2.9"}, Kind: job.PredictKind,
+		Model: "boltz2", RunModel: "boltz2", Input: job.Input{Sequence: "MKV"}, CreatedAt: time.Now()}
+	if _, err := s.CreateJob(ctx, j, store.CreateOptions{IdempotencyKey: "k", RequestHash: "h"}); err != nil {
+		t.Fatal(err)
+	}
+	before := versions(s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err = Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if after := versions(s); after != before {
+		t.Errorf("reopening recorded %d migrations, want none (%d before, %d after)", after-before, before, after)
+	}
+	sub, _ := fs.Sub(migrations, "migrations")
+	p, err := goose.NewProvider(goose.DialectSQLite3, s.w, sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pending, err := p.HasPending(ctx); err != nil || pending {
+		t.Errorf("HasPending = %v, %v after Open; want false", pending, err)
+	}
+	got, err := s.GetJob(ctx, j.ID)
+	if err != nil {
+		t.Fatalf("the job did not survive a reopen: %v", err)
+	}
+	if got.Input.Sequence != "MKV" {
+		t.Errorf("reopened job input = %+v", got.Input)
+	}
+	// The idempotency entry survived too.
+	res, err := s.CreateJob(ctx, &job.Job{ID: job.NewID(), Owner: j.Owner, Kind: job.PredictKind,
+		RunModel: "boltz2", CreatedAt: time.Now()}, store.CreateOptions{IdempotencyKey: "k", RequestHash: "h"})
+	if err != nil || res.Created || res.Job.ID != j.ID {
+		t.Errorf("replay after reopen = %+v, %v; want the original job", res, err)
+	}
+}
+
+func TestCursorRoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, seq := range []int64{1, 42, 1 << 53} {
+		if got, err := decodeCursor(encodeCursor(seq)); err != nil || got != seq {
+			t.Errorf("decodeCursor(encodeCursor(%d)) = %d, %v", seq, got, err)
+		}
+	}
+	for _, bad := range []string{"", "MA", "LTE", "%%"} { // "", "0", "-1", not base64
+		if _, err := decodeCursor(bad); err == nil {
+			t.Errorf("decodeCursor(%q) accepted", bad)
+		}
+	}
+}
+
+// benchJob is a prediction of a realistic size: a couple of targets and the params a
+// caller sees after defaults were filled in.
+func benchJob(i int, at time.Time) *job.Job {
+	return &job.Job{
+		ID:       job.NewID(),
+		Owner:    job.Owner{Kind: job.OwnerKey, ID: fmt.Sprint("key_", i%1000)},
+		Kind:     job.PredictKind,
+		Model:    "boltz2",
+		RunModel: "boltz2",
+		Params: map[string]any{"recycling_steps": 3, "sampling_steps": 200, "diffusion_samples": 1,
+			"use_msa_server": true, "output_format": "cif", "affinity": false, "fast": false},
+		Input: job.Input{Targets: []job.Target{
+			{Name: "t1", Content: ">A|protein\nMKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQAPILSRVGDGTQDNLSGAEKAVQVKVKALPDAQFEVVHSLAKWKRQTLGQHDFSAGEGLYTHMKALRPDEDRLSPLHSVYVDQWDWERVMGDGERQFSTLKSTVEAIWAGIKATEAAVSEEFGLAPFLPDQIHFVHSQELLSRYPDLDAKGRERAIAKDLGAVFLVGIGGKLSDGHRHDVRAPDYDDWUAEFS\n"},
+			{Name: "t2", Content: ">A|protein\nGSHMSLFDFFKNKGSAAAT\n>B|smiles\nCC(=O)OC1=CC=CC=C1C(=O)O\n"},
+		}},
+		CreatedAt: at,
+	}
+}
+
+// benchLimits switches every check on without ever refusing, so each create pays for all
+// of them.
+var benchLimits = store.Limits{ActivePerOwner: 1 << 30, CreatesPerMinute: 1 << 30,
+	QueuedServiceWide: 1 << 30, Retained: 1 << 30}
+
+// BenchmarkCreateJob measures durable creates with an idempotency key and every quota
+// check, from 1000 owners at 500 creates a second of job time.
+func BenchmarkCreateJob(b *testing.B) {
+	s := openTest(b)
+	ctx := context.Background()
+	var n atomic.Int64
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := int(n.Add(1))
+			j := benchJob(i, time.Unix(1_800_000_000, 0).Add(time.Duration(i)*2*time.Millisecond))
+			_, err := s.CreateJob(ctx, j, store.CreateOptions{IdempotencyKey: j.ID, RequestHash: "h", Limits: benchLimits})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "creates/s")
+}
+
+// BenchmarkGetJob reads succeeded jobs, results included, from many goroutines.
+func BenchmarkGetJob(b *testing.B) {
+	s := openTest(b)
+	ctx := context.Background()
+	const jobs = 1000
+	ids := make([]string, jobs)
+	at := time.Unix(1_800_000_000, 0)
+	for i := range ids {
+		j := benchJob(i, at)
+		if _, err := s.CreateJob(ctx, j, store.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		l, err := s.LeaseJob(ctx, store.LeaseRequest{WorkerID: "w", Models: []string{"boltz2"}, Now: at, LeaseUntil: at.Add(time.Hour)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.CompleteJob(ctx, l.ID, l.Attempt, store.Outcome{Status: job.Succeeded, Now: at,
+			Results: benchResults(l.ID)}); err != nil {
+			b.Fatal(err)
+		}
+		ids[i] = l.ID
+	}
+	var n atomic.Int64
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := s.GetJob(ctx, ids[n.Add(1)%jobs]); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "gets/s")
+}
+
+func benchResults(id string) *job.Results {
+	r := &job.Results{}
+	for _, t := range []string{"t1", "t2"} {
+		r.Rows = append(r.Rows, map[string]any{"id": t, "status": "ok", "n_chains": 1, "n_residues": 240,
+			"samples": 1, "msa": true, "plddt": 0.91, "ptm": 0.88, "complex_plddt": 0.9, "iptm": 0.7,
+			"confidence_score": 0.86, "runtime_s": 41.2})
+		r.Artifacts = append(r.Artifacts,
+			job.Artifact{Path: t + ".cif", Target: t, Type: job.ArtifactStructure},
+			job.Artifact{Path: t + "/confidence_" + id + ".json", Target: t, Type: job.ArtifactConfidence},
+			job.Artifact{Path: t + "/pae_" + id + ".npz", Target: t, Type: job.ArtifactPAE})
+	}
+	return r
+}

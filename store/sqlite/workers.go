@@ -1,0 +1,146 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/chaperone-bio/chaperone/job"
+	"github.com/chaperone-bio/chaperone/store"
+)
+
+// PutWorker implements store.Workers.
+func (s *Store) PutWorker(ctx context.Context, w store.Worker) error {
+	models, err := json.Marshal(w.Models)
+	if err != nil {
+		return err
+	}
+	missing, err := json.Marshal(w.Missing)
+	if err != nil {
+		return err
+	}
+	_, err = s.w.ExecContext(ctx, `INSERT INTO workers (id, models, missing, slots, busy, seen_at)
+		VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET models = excluded.models, missing = excluded.missing,
+			slots = excluded.slots, busy = excluded.busy, seen_at = excluded.seen_at`,
+		w.ID, models, missing, w.Slots, w.Busy, w.SeenAt.UnixMilli())
+	return err
+}
+
+// LiveWorkers implements store.Workers, ordered by id.
+func (s *Store) LiveWorkers(ctx context.Context, since time.Time) ([]store.Worker, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id, models, missing, slots, busy, seen_at
+		FROM workers WHERE seen_at >= ? ORDER BY id`, since.UnixMilli())
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Worker
+	for rows.Next() {
+		var w store.Worker
+		var models, missing []byte
+		var seen sql.NullInt64
+		if err := rows.Scan(&w.ID, &models, &missing, &w.Slots, &w.Busy, &seen); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(models, &w.Models); err != nil {
+			return nil, fmt.Errorf("sqlite: worker %s models: %w", w.ID, err)
+		}
+		if err := json.Unmarshal(missing, &w.Missing); err != nil {
+			return nil, fmt.Errorf("sqlite: worker %s missing: %w", w.ID, err)
+		}
+		w.SeenAt = fromMs(seen)
+		out = append(out, w)
+	}
+	return out, rows.Err()
+}
+
+// RemoveWorker implements store.Workers; an unknown id is not an error.
+func (s *Store) RemoveWorker(ctx context.Context, id string) error {
+	_, err := s.w.ExecContext(ctx, `DELETE FROM workers WHERE id = ?`, id)
+	return err
+}
+
+// CreateKey implements store.Keys. A live key's name must be unique (a *job.ConflictError
+// otherwise), so that revoking by name means one key.
+func (s *Store) CreateKey(ctx context.Context, k store.Key) error {
+	return s.write(ctx, func(tx *sql.Tx, _ func(...string)) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM api_keys
+			WHERE name = ? AND revoked_at IS NULL`, k.Name).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return &job.ConflictError{Reason: fmt.Sprintf("A live key named %q exists already.", k.Name)}
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (id, name, hash, prefix, created_at, revoked_at)
+			VALUES (?, ?, ?, ?, ?, ?)`,
+			k.ID, k.Name, k.Hash, k.Prefix, k.CreatedAt.UnixMilli(), msOrNull(k.RevokedAt))
+		if err != nil {
+			return fmt.Errorf("sqlite: creating key: %w", err)
+		}
+		return nil
+	})
+}
+
+func scanKey(sc scanner) (store.Key, error) {
+	var k store.Key
+	var created, revoked sql.NullInt64
+	if err := sc.Scan(&k.ID, &k.Name, &k.Hash, &k.Prefix, &created, &revoked); err != nil {
+		return store.Key{}, err
+	}
+	k.CreatedAt, k.RevokedAt = fromMs(created), fromMs(revoked)
+	return k, nil
+}
+
+// KeyByHash implements store.Keys.
+func (s *Store) KeyByHash(ctx context.Context, hash string) (*store.Key, error) {
+	k, err := scanKey(s.st.keyByHash.QueryRowContext(ctx, hash))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, job.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &k, nil
+}
+
+// ListKeys implements store.Keys: every key, revoked ones too, oldest first.
+func (s *Store) ListKeys(ctx context.Context) ([]store.Key, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id, name, hash, prefix, created_at, revoked_at
+		FROM api_keys ORDER BY created_at, id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Key
+	for rows.Next() {
+		k, err := scanKey(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
+// RevokeKey implements store.Keys. Revoking a key that is already revoked changes nothing
+// and is not an error.
+func (s *Store) RevokeKey(ctx context.Context, idOrName string, now time.Time) error {
+	return s.write(ctx, func(tx *sql.Tx, _ func(...string)) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM api_keys WHERE id = ?1 OR name = ?1`,
+			idOrName).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return job.ErrNotFound
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE api_keys SET revoked_at = ?2
+			WHERE (id = ?1 OR name = ?1) AND revoked_at IS NULL`, idOrName, now.UnixMilli())
+		return err
+	})
+}

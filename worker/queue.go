@@ -1,0 +1,83 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/chaperone-bio/chaperone/artifact"
+	"github.com/chaperone-bio/chaperone/job"
+	"github.com/chaperone-bio/chaperone/store"
+)
+
+// Queue is everything a worker needs from the server side. The in-process worker uses
+// Local; a worker on another machine implements it over HTTP.
+type Queue interface {
+	Lease(ctx context.Context, req store.LeaseRequest) (*job.Job, error)
+	Heartbeat(ctx context.Context, hb store.Heartbeat) error
+	Complete(ctx context.Context, id string, attempt int, out store.Outcome) error
+	// Abandon drops what a lost attempt wrote: its result files, and everything of a job
+	// that no longer exists (its log may have been appended to after the job was deleted).
+	Abandon(ctx context.Context, id string, attempt int) error
+	AppendLog(ctx context.Context, id string, p []byte) error
+	PutArtifact(ctx context.Context, id string, attempt int, path string, r io.Reader) error
+	PutWorker(ctx context.Context, w store.Worker) error
+	RemoveWorker(ctx context.Context, id string) error
+	// ReleaseWorker returns the jobs a previous run of this worker held to the queue.
+	ReleaseWorker(ctx context.Context, workerID string, now time.Time) error
+	// WorkAvailable fires when a job may have become leasable.
+	WorkAvailable() (<-chan struct{}, func())
+}
+
+// Local is the Queue of a worker inside the server process: the store and artifact store
+// themselves.
+type Local struct {
+	Store       store.Store
+	Artifacts   artifact.Store
+	MaxAttempts int
+}
+
+var _ Queue = (*Local)(nil)
+
+func (l *Local) Lease(ctx context.Context, req store.LeaseRequest) (*job.Job, error) {
+	return l.Store.LeaseJob(ctx, req)
+}
+
+func (l *Local) Heartbeat(ctx context.Context, hb store.Heartbeat) error {
+	return l.Store.Heartbeat(ctx, hb)
+}
+
+func (l *Local) Complete(ctx context.Context, id string, attempt int, out store.Outcome) error {
+	return l.Store.CompleteJob(ctx, id, attempt, out)
+}
+
+func (l *Local) Abandon(ctx context.Context, id string, attempt int) error {
+	if _, err := l.Store.GetJob(ctx, id); errors.Is(err, job.ErrNotFound) {
+		return l.Artifacts.DeleteJob(ctx, id)
+	}
+	return l.Artifacts.DeleteAttempt(ctx, id, attempt)
+}
+
+func (l *Local) AppendLog(ctx context.Context, id string, p []byte) error {
+	return l.Artifacts.AppendLog(ctx, id, p)
+}
+
+func (l *Local) PutArtifact(ctx context.Context, id string, attempt int, path string, r io.Reader) error {
+	return l.Artifacts.Put(ctx, id, attempt, path, r)
+}
+
+func (l *Local) PutWorker(ctx context.Context, w store.Worker) error {
+	return l.Store.PutWorker(ctx, w)
+}
+
+func (l *Local) RemoveWorker(ctx context.Context, id string) error {
+	return l.Store.RemoveWorker(ctx, id)
+}
+
+func (l *Local) ReleaseWorker(ctx context.Context, workerID string, now time.Time) error {
+	_, err := l.Store.ReleaseWorker(ctx, workerID, now, l.MaxAttempts)
+	return err
+}
+
+func (l *Local) WorkAvailable() (<-chan struct{}, func()) { return l.Store.Watch("") }
