@@ -190,7 +190,7 @@ func TestHealthModelsAndOpenAPI(t *testing.T) {
 		"boltzgen", "rfd3", "esmc-300m", "esmc-600m", "esmc-6b", "saprot-650m", "saprot-1.3b"} {
 		m, ok := ids[id]
 		mustf(t, ok, "catalog lacks model %s", id)
-		_, served := map[string]bool{"boltz2": true, "esmfold2": true, "boltzgen": true, "rfd3": true, "esmc-300m": true, "esmc-600m": true}[id]
+		_, served := map[string]bool{"boltz2": true, "esmfold2": true, "boltzgen": true, "esmc-300m": true, "esmc-600m": true}[id]
 		mustf(t, m["available"] == served, "model %s available=%v, want %v", id, m["available"], served)
 	}
 	mustf(t, ids["esmc-300m"]["d_model"] == 960.0, "esmc-300m d_model %v", ids["esmc-300m"]["d_model"])

@@ -26,7 +26,7 @@ import (
 )
 
 // testModels are the catalog models the test engine claims in these tests.
-var testModels = []string{"boltz2", "esmfold2", "boltzgen", "rfd3", "esmc-300m", "esmc-600m"}
+var testModels = []string{"boltz2", "esmfold2", "boltzgen", "esmc-300m", "esmc-600m"}
 
 var (
 	checker     *contract.Checker
@@ -271,4 +271,3 @@ func mustf(t *testing.T, ok bool, format string, args ...any) {
 		t.Fatalf(format, args...)
 	}
 }
-

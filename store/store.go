@@ -30,8 +30,11 @@ type Jobs interface {
 	// quotas and retention, as CreateOptions says. j.ID, j.CreatedAt and j.Owner must be set.
 	//
 	// With an idempotency key already used by the same owner, it returns the original job
-	// and Created=false, or job.ErrIdempotencyReused when RequestHash differs. Over a quota
-	// or at capacity it returns a *job.LimitError with a truthful RetryAfter.
+	// and Created=false, or job.ErrIdempotencyReused when RequestHash differs; a replay is
+	// not held to quotas. Over a quota or at capacity it returns a *job.LimitError with a
+	// truthful RetryAfter (EstimateRetryAfter where it waits on a running job). Quotas
+	// measure time by j.CreatedAt. When only active jobs are left to evict, retention
+	// stops and the create succeeds over Limits.Retained.
 	CreateJob(ctx context.Context, j *job.Job, opts CreateOptions) (CreateResult, error)
 	// GetJob returns job.ErrNotFound for an unknown id.
 	GetJob(ctx context.Context, id string) (*job.Job, error)
@@ -90,7 +93,9 @@ type Queue interface {
 	// LeaseJob picks the next queued job whose RunModel is in req.Models, marks it running
 	// under req.WorkerID with attempt+1 and a lease until req.LeaseUntil, and returns it;
 	// nil when there is none. Order: the owner with the fewest running jobs first, then a
-	// job whose model is in req.Loaded, then the oldest.
+	// job whose model is in req.Loaded, then the oldest. StartedAt and LastActivityAt
+	// become req.Now at every lease (StartedAt is when the current attempt started) and
+	// Stage becomes "starting".
 	LeaseJob(ctx context.Context, req LeaseRequest) (*job.Job, error)
 	// Heartbeat extends the lease of a running job and records its progress (nil: no
 	// change). Activity true means the job showed life (progress or output) and resets the
@@ -101,7 +106,9 @@ type Queue interface {
 	// job.ErrLeaseLost when the job is not running under that attempt.
 	CompleteJob(ctx context.Context, id string, attempt int, out Outcome) error
 	// RecoverExpired returns running jobs whose lease expired before now to queued, or
-	// fails them when they have used maxAttempts. It returns the ids it changed.
+	// fails them when they have used maxAttempts. It returns the ids it changed. A requeued
+	// job loses its stage, progress, worker, lease and start time and keeps its attempt
+	// count; a failed one gets the error WorkerLostError(attempt) and keeps the rest.
 	RecoverExpired(ctx context.Context, now time.Time, maxAttempts int) ([]string, error)
 	// ReleaseWorker treats every job still leased by workerID as if its lease had expired
 	// now: a worker that restarts under the same id calls it, since it knows that the jobs
@@ -163,11 +170,14 @@ type Worker struct {
 
 // Keys stores API keys, hashed.
 type Keys interface {
+	// CreateKey stores k; a live key with the same name is a *job.ConflictError, so
+	// that revoking by name means one key.
 	CreateKey(ctx context.Context, k Key) error
 	// KeyByHash returns job.ErrNotFound for an unknown or revoked key.
 	KeyByHash(ctx context.Context, hash string) (*Key, error)
 	ListKeys(ctx context.Context) ([]Key, error)
-	// RevokeKey revokes by id or by name; job.ErrNotFound when neither matches.
+	// RevokeKey revokes by id or by name; job.ErrNotFound when neither matches. Revoking
+	// a revoked key changes nothing.
 	RevokeKey(ctx context.Context, idOrName string, now time.Time) error
 }
 

@@ -58,7 +58,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "serve":
 		err = serve(args[1:], stderr)
 	case "keys":
-		err = keys(args[1:], stdout)
+		err = keys(args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, version)
 	case "-h", "--help", "help":
@@ -200,6 +200,22 @@ func setLimit(l *catalog.Limits, kv string) error {
 	return nil
 }
 
+// parseInterleaved parses flags that may come before or after positional arguments
+// ("keys revoke NAME --data DIR") and returns the positional ones.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return positional, nil
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(env(name, "")); err == nil {
 		return v
@@ -207,15 +223,25 @@ func envInt(name string, def int) int {
 	return def
 }
 
-func keys(args []string, stdout io.Writer) error {
+func keys(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return usageError{errors.New("keys: want create, list or revoke")}
 	}
 	fs := flag.NewFlagSet("keys "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	data := fs.String("data", env("CHAPERONE_DATA", "chaperone-data"), "data folder of the server (CHAPERONE_DATA)")
 	name := fs.String("name", "", "name of the new key (create)")
-	if err := fs.Parse(args[1:]); err != nil {
+	positional, err := parseInterleaved(fs, args[1:])
+	if err != nil {
 		return usageError{err}
+	}
+	switch {
+	case args[0] == "create" && *name == "":
+		return usageError{errors.New("keys create: --name is required")}
+	case args[0] == "revoke" && len(positional) != 1:
+		return usageError{errors.New("keys revoke: give one key id or name")}
+	case args[0] != "create" && args[0] != "list" && args[0] != "revoke":
+		return usageError{fmt.Errorf("keys: unknown subcommand %q; want create, list or revoke", args[0])}
 	}
 	ctx := context.Background()
 	if err := os.MkdirAll(*data, 0o750); err != nil {
@@ -228,15 +254,12 @@ func keys(args []string, stdout io.Writer) error {
 	defer st.Close()
 	switch args[0] {
 	case "create":
-		if *name == "" {
-			return usageError{errors.New("keys create: --name is required")}
-		}
 		key, rec := apikey.New(*name, time.Now())
 		if err := st.CreateKey(ctx, rec); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "%s\n", key)
-		fmt.Fprintf(os.Stderr, "Created key %s (%s). It is shown only this once; store it now.\n", rec.ID, rec.Name)
+		fmt.Fprintf(stderr, "Created key %s (%s). It is shown only this once; store it now.\n", rec.ID, rec.Name)
 	case "list":
 		ks, err := st.ListKeys(ctx)
 		if err != nil {
@@ -253,15 +276,10 @@ func keys(args []string, stdout io.Writer) error {
 		}
 		return tw.Flush()
 	case "revoke":
-		if fs.NArg() != 1 {
-			return usageError{errors.New("keys revoke: give one key id or name")}
+		if err := st.RevokeKey(ctx, positional[0], time.Now()); err != nil {
+			return fmt.Errorf("keys revoke %s: %w", positional[0], err)
 		}
-		if err := st.RevokeKey(ctx, fs.Arg(0), time.Now()); err != nil {
-			return fmt.Errorf("keys revoke %s: %w", fs.Arg(0), err)
-		}
-		fmt.Fprintf(stdout, "revoked %s\n", fs.Arg(0))
-	default:
-		return usageError{fmt.Errorf("keys: unknown subcommand %q; want create, list or revoke", args[0])}
+		fmt.Fprintf(stdout, "revoked %s\n", positional[0])
 	}
 	return nil
 }

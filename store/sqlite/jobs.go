@@ -96,7 +96,7 @@ func (s *Store) CreateJob(ctx context.Context, j *job.Job, opts store.CreateOpti
 		}
 		created, err := scanJob(tx.StmtContext(ctx, s.st.insertJob).QueryRowContext(ctx,
 			j.ID, owner, string(j.Kind), j.Name, j.Model, j.Protocol, j.RunModel,
-			params, input, j.CreatedAt.UnixMilli(), idemKey, reqHash))
+			string(params), string(input), j.Total, j.CreatedAt.UnixMilli(), idemKey, reqHash))
 		if err != nil {
 			return fmt.Errorf("sqlite: inserting job: %w", err)
 		}
@@ -250,10 +250,10 @@ func (s *Store) evict(ctx context.Context, tx *sql.Tx, retained int) ([]string, 
 	if err := tx.StmtContext(ctx, s.st.totalJobs).QueryRowContext(ctx).Scan(&total); err != nil {
 		return nil, err
 	}
-	var evicted []string
 	if total <= retained {
 		return nil, nil
 	}
+	var evicted []string
 	evictOne := tx.StmtContext(ctx, s.st.evictOne)
 	for range total - retained {
 		var id string

@@ -19,16 +19,9 @@ func (s *Store) LeaseJob(ctx context.Context, req store.LeaseRequest) (*job.Job,
 	if len(req.Models) == 0 {
 		return nil, nil
 	}
-	models, err := json.Marshal(req.Models)
-	if err != nil {
-		return nil, err
-	}
-	loaded, err := json.Marshal(req.Loaded)
-	if err != nil {
-		return nil, err
-	}
+	models, loaded := jsonList(req.Models), jsonList(req.Loaded)
 	var out *job.Job
-	err = s.write(ctx, func(tx *sql.Tx, changed func(...string)) error {
+	err := s.write(ctx, func(tx *sql.Tx, changed func(...string)) error {
 		j, err := scanJob(tx.StmtContext(ctx, s.st.lease).QueryRowContext(ctx,
 			req.WorkerID, msOrNull(req.LeaseUntil), req.Now.UnixMilli(), models, loaded))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -45,6 +38,16 @@ func (s *Store) LeaseJob(ctx context.Context, req store.LeaseRequest) (*job.Job,
 		return nil, err
 	}
 	return out, nil
+}
+
+// jsonList encodes a list of names for json_each; never "null", which json_each would
+// read as one NULL element.
+func jsonList(names []string) string {
+	if names == nil {
+		names = []string{}
+	}
+	b, _ := json.Marshal(names) // strings always encode
+	return string(b)
 }
 
 func boolInt(b bool) int {
@@ -80,7 +83,7 @@ func (s *Store) Heartbeat(ctx context.Context, hb store.Heartbeat) error {
 // success, and on failure keeps its last value unless out gives one.
 func (s *Store) CompleteJob(ctx context.Context, id string, attempt int, out store.Outcome) error {
 	var (
-		results     []byte
+		results     any // NULL unless there are results
 		errText     string
 		setProgress bool
 		progress    *float64
@@ -88,10 +91,11 @@ func (s *Store) CompleteJob(ctx context.Context, id string, attempt int, out sto
 	switch out.Status {
 	case job.Succeeded:
 		if out.Results != nil {
-			var err error
-			if results, err = json.Marshal(out.Results); err != nil {
+			b, err := json.Marshal(out.Results)
+			if err != nil {
 				return fmt.Errorf("sqlite: results: %w", err)
 			}
+			results = string(b)
 		}
 		one := 1.0
 		setProgress, progress = true, &one
@@ -189,6 +193,6 @@ func (s *Store) recover(ctx context.Context, now time.Time, maxAttempts int, que
 // QueueDepth implements store.Queue.
 func (s *Store) QueueDepth(ctx context.Context) (int, error) {
 	var n int
-	err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM jobs WHERE status = 'queued'`).Scan(&n)
+	err := s.r.QueryRowContext(ctx, `SELECT n FROM counters WHERE name = 'queued'`).Scan(&n)
 	return n, err
 }

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"io/fs"
 	"path/filepath"
@@ -93,6 +94,67 @@ func TestReopen(t *testing.T) {
 	}
 }
 
+// TestUpgrade opens a database last migrated by an older build, holding jobs, and checks
+// that the counts later migrations keep start from what is there; then that the newest
+// migration goes down and up again.
+func TestUpgrade(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "chaperone.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, _ := fs.Sub(migrations, "migrations")
+	p, err := goose.NewProvider(goose.DialectSQLite3, db, sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct{ owner, status string }{
+		{"key:a", "queued"}, {"key:a", "succeeded"}, {"key:b", "queued"},
+	} {
+		if _, err := db.ExecContext(ctx, `INSERT INTO jobs (id, owner, kind, run_model, params, input, status, created_at)
+			VALUES (?, ?, 'predict', 'boltz2', '{}', '{}', ?, 0)`, job.NewID(), r.owner, r.status); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if n, err := s.QueueDepth(ctx); err != nil || n != 2 {
+		t.Errorf("QueueDepth after upgrade = %d, %v; want 2", n, err)
+	}
+	c := &job.Job{ID: job.NewID(), Owner: job.Owner{Kind: job.OwnerKey, ID: "c"}, Kind: job.PredictKind,
+		RunModel: "boltz2", CreatedAt: time.Now()}
+	res, err := s.CreateJob(ctx, c, store.CreateOptions{Limits: store.Limits{Retained: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Evicted) != 1 {
+		t.Errorf("Evicted = %v, want the succeeded job of key:a", res.Evicted)
+	}
+
+	p, err = goose.NewProvider(goose.DialectSQLite3, s.w, sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Down(ctx); err != nil {
+		t.Fatalf("migrating down: %v", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		t.Fatalf("migrating up again: %v", err)
+	}
+}
+
 func TestCursorRoundTrip(t *testing.T) {
 	t.Parallel()
 	for _, seq := range []int64{1, 42, 1 << 53} {
@@ -152,6 +214,37 @@ func BenchmarkCreateJob(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "creates/s")
 }
 
+// BenchmarkCreateJobRetained measures creates at the retention cap, where each one evicts
+// a finished job; each op also cancels the new job, so that there is always one to evict.
+func BenchmarkCreateJobRetained(b *testing.B) {
+	s := openTest(b)
+	ctx := context.Background()
+	const retained = 1000
+	limits := benchLimits
+	limits.Retained = retained
+	at := time.Unix(1_800_000_000, 0)
+	createCancel := func(i int) {
+		j := benchJob(i, at.Add(time.Duration(i)*2*time.Millisecond))
+		res, err := s.CreateJob(ctx, j, store.CreateOptions{Limits: limits})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if i >= retained && len(res.Evicted) != 1 {
+			b.Fatalf("create %d evicted %v, want one job", i, res.Evicted)
+		}
+		if _, err := s.CancelJob(ctx, j.ID, j.Owner, j.CreatedAt); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range retained {
+		createCancel(i)
+	}
+	for i := 0; b.Loop(); i++ {
+		createCancel(retained + i)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "creates+cancels/s")
+}
+
 // BenchmarkGetJob reads succeeded jobs, results included, from many goroutines.
 func BenchmarkGetJob(b *testing.B) {
 	s := openTest(b)
@@ -185,6 +278,35 @@ func BenchmarkGetJob(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "gets/s")
+}
+
+// BenchmarkLeaseJob measures a lease with 1000 jobs of 1000 owners waiting; each op also
+// completes the leased job and queues a new one, so the queue stays as long.
+func BenchmarkLeaseJob(b *testing.B) {
+	s := openTest(b)
+	ctx := context.Background()
+	const queued = 1000
+	at := time.Unix(1_800_000_000, 0)
+	for i := range queued {
+		if _, err := s.CreateJob(ctx, benchJob(i, at), store.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	req := store.LeaseRequest{WorkerID: "w", Models: []string{"esmfold2", "boltz2"}, Loaded: []string{"boltz2"},
+		Now: at, LeaseUntil: at.Add(time.Hour)}
+	for i := 0; b.Loop(); i++ {
+		l, err := s.LeaseJob(ctx, req)
+		if err != nil || l == nil {
+			b.Fatalf("LeaseJob = %v, %v", l, err)
+		}
+		if err := s.CompleteJob(ctx, l.ID, l.Attempt, store.Outcome{Status: job.Succeeded, Now: at}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.CreateJob(ctx, benchJob(queued+i, at), store.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "leases/s")
 }
 
 func benchResults(id string) *job.Results {

@@ -62,36 +62,35 @@ func (st *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 		{&st.pruneCreates, w, `DELETE FROM creates WHERE at <= ?`},
 		{&st.countCreates, w, `SELECT count(*) FROM creates WHERE owner = ? AND at > ?`},
 		{&st.logCreate, w, `INSERT INTO creates (owner, at) VALUES (?, ?)`},
-		{&st.countQueued, w, `SELECT count(*) FROM jobs WHERE status = 'queued'`},
+		{&st.countQueued, w, `SELECT n FROM counters WHERE name = 'queued'`},
 		{&st.insertJob, w, `INSERT INTO jobs (id, owner, kind, name, model, protocol, run_model,
-			params, input, status, created_at, idem_key, request_hash)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)
+			params, input, total, status, created_at, idem_key, request_hash)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)
 			RETURNING ` + jobCols},
-		{&st.totalJobs, w, `SELECT n FROM job_counts WHERE owner = ''`},
+		{&st.totalJobs, w, `SELECT n FROM counters WHERE name = 'jobs'`},
 		// The oldest finished job of the owner holding the most jobs, among owners that
 		// have a finished job at all: an owner whose jobs are all active has nothing to give.
 		// Ties between owners go to the smaller owner string, for determinism only.
 		{&st.evictOne, w, `DELETE FROM jobs WHERE seq = (
 			SELECT j.seq FROM jobs j
 			WHERE j.status IN ` + terminal + ` AND j.owner = (
-				SELECT c.owner FROM job_counts c
-				WHERE c.owner != '' AND EXISTS (
+				SELECT c.owner FROM owner_jobs c
+				WHERE EXISTS (
 					SELECT 1 FROM jobs f WHERE f.owner = c.owner AND f.status IN ` + terminal + `)
 				ORDER BY c.n DESC, c.owner LIMIT 1)
 			ORDER BY j.seq LIMIT 1)
 			RETURNING id`},
 		// Fair order: the owner with the fewest running jobs, then a model the worker has
 		// loaded, then the oldest. The lists come as JSON arrays so the statement is fixed.
-		{&st.lease, w, `UPDATE jobs SET status = 'running', attempt = attempt + 1,
+		{&st.lease, w, `WITH running AS (
+				SELECT owner, count(*) AS n FROM jobs WHERE status = 'running' GROUP BY owner)
+			UPDATE jobs SET status = 'running', attempt = attempt + 1,
 			worker_id = ?1, lease_expires_at = ?2, started_at = ?3, last_activity_at = ?3,
-			stage = 'starting', error = ''
+			stage = 'starting'
 			WHERE seq = (
-				SELECT q.seq FROM jobs q
+				SELECT q.seq FROM jobs q LEFT JOIN running r ON r.owner = q.owner
 				WHERE q.status = 'queued' AND q.run_model IN (SELECT value FROM json_each(?4))
-				ORDER BY
-					(SELECT count(*) FROM jobs r WHERE r.owner = q.owner AND r.status = 'running'),
-					q.run_model IN (SELECT value FROM json_each(?5)) DESC,
-					q.seq
+				ORDER BY coalesce(r.n, 0), q.run_model IN (SELECT value FROM json_each(?5)) DESC, q.seq
 				LIMIT 1)
 			RETURNING ` + jobCols},
 		{&st.heartbeat, w, `UPDATE jobs SET lease_expires_at = ?1,

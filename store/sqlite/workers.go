@@ -26,7 +26,7 @@ func (s *Store) PutWorker(ctx context.Context, w store.Worker) error {
 		VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET models = excluded.models, missing = excluded.missing,
 			slots = excluded.slots, busy = excluded.busy, seen_at = excluded.seen_at`,
-		w.ID, models, missing, w.Slots, w.Busy, w.SeenAt.UnixMilli())
+		w.ID, string(models), string(missing), w.Slots, w.Busy, w.SeenAt.UnixMilli())
 	return err
 }
 

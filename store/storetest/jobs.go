@@ -21,7 +21,7 @@ func testCreateGet(t *testing.T, open func(*testing.T) store.Store) {
 		job  *job.Job
 	}{
 		{"prediction", &job.Job{
-			Kind: job.PredictKind, Name: "kinase screen", Model: "boltz2", RunModel: "boltz2",
+			Kind: job.PredictKind, Name: "kinase screen", Model: "boltz2", RunModel: "boltz2", Total: 2,
 			Params: map[string]any{"recycling_steps": 3, "use_msa_server": true, "output_format": "cif",
 				"seed": 2147483647, "ratio": 0.125, "nested": map[string]any{"list": []any{1.5, "x", nil}}},
 			Input: job.Input{Targets: []job.Target{
@@ -30,13 +30,13 @@ func testCreateGet(t *testing.T, open func(*testing.T) store.Store) {
 			}},
 		}},
 		{"design", &job.Job{
-			Kind: job.DesignKind, Protocol: "rfd3-binder", RunModel: "rfd3",
+			Kind: job.DesignKind, Protocol: "rfd3-binder", RunModel: "rfd3", Total: 4,
 			Params: map[string]any{"num_designs": 4},
 			Input: job.Input{Structure: "data_x\n_atom_site.id 1\n", Contig: "A1-80/0 60-80",
 				Spec: "entities: []"},
 		}},
 		{"embedding", &job.Job{
-			Kind: job.EmbedKind, Model: "esmc-600m", RunModel: "esmc-600m",
+			Kind: job.EmbedKind, Model: "esmc-600m", RunModel: "esmc-600m", Total: 2,
 			Params: map[string]any{},
 			Input: job.Input{Sequences: []job.NamedSequence{
 				{ID: "s1", Sequence: "MKV"}, {ID: "ünïcødé", Sequence: "ACDEFGHIKLMNPQRSTVWY"},

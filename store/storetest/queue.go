@@ -368,4 +368,16 @@ func testQueueDepth(t *testing.T, open func(*testing.T) store.Store) {
 	depth(2)
 	finish(t, s, b, job.Canceled, t0)
 	depth(1)
+	if _, err := s.ReleaseWorker(t.Context(), "w", t0, 3); err != nil {
+		t.Fatal(err)
+	}
+	depth(2)
+	if _, err := s.DeleteJob(t.Context(), a.ID, alice); err != nil {
+		t.Fatal(err)
+	}
+	depth(1)
+	if _, err := s.DeleteJob(t.Context(), b.ID, bob); err != nil {
+		t.Fatal(err)
+	}
+	depth(1)
 }

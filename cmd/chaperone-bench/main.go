@@ -1,0 +1,406 @@
+// Command chaperone-bench measures a chaperone server on this machine, over real HTTP on
+// loopback, and prints the figures against the project's targets:
+//
+//  1. durable creates per second (POST /v1/predictions, each a committed SQLite insert);
+//  2. GET /v1/jobs/{id} requests per second from concurrent keep-alive clients;
+//  3. submit-to-running latency with an idle worker;
+//  4. server memory held by concurrent Prefer: wait long-polls.
+//
+// Run it with "make bench". It is a benchmark harness, never a server a user runs: its
+// servers use the test-only engine (engine/enginetest), whose jobs succeed at once or
+// hang as their name says, so that the figures are those of the job service itself and
+// not of a model. Each server runs in a child process (this binary, re-executed) so that
+// its memory and CPU are measured apart from the load generator's; the load generator
+// shares the machine's cores with it, as any loopback benchmark does.
+//
+// A MISS is reported, never fatal: the command fails only when it cannot measure.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/chaperone-bio/chaperone/apikey"
+	"github.com/chaperone-bio/chaperone/catalog"
+	"github.com/chaperone-bio/chaperone/store/sqlite"
+)
+
+// Targets.
+const (
+	targetCreates = 500.0  // durable creates per second, at least
+	targetGets    = 5000.0 // GET /v1/jobs/{id} per second, at least
+	targetPickup  = 20 * time.Millisecond
+	targetWaiters = 30.0 // MB per 1,000 held long-polls, under
+)
+
+// benchLimit replaces the quotas and caps that a benchmark would otherwise run into. It is
+// not zero, so every check still runs (and costs what it costs) on every create.
+const benchLimit = 1_000_000
+
+type options struct {
+	duration, warmup time.Duration
+	clients, owners  int
+	samples          int
+	gap              time.Duration
+	waiters          int
+	hold             time.Duration
+	dataDir          string
+	profileDir       string
+}
+
+func main() {
+	if raw := os.Getenv(serveEnv); raw != "" {
+		serveChild(raw)
+		return
+	}
+	var o options
+	flag.DurationVar(&o.duration, "duration", 5*time.Second, "measured time of each throughput phase (creates, gets)")
+	flag.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured load before each throughput phase")
+	flag.IntVar(&o.clients, "clients", 16, "concurrent keep-alive clients in the throughput phases")
+	flag.IntVar(&o.owners, "owners", 256, "distinct API keys (owners); each request uses one at random")
+	flag.IntVar(&o.samples, "samples", 200, "serial submissions for the pickup latency")
+	flag.DurationVar(&o.gap, "gap", 10*time.Millisecond, "pause between pickup samples, so the worker is idle at each submit")
+	flag.IntVar(&o.waiters, "waiters", 1000, "concurrent Prefer: wait=60 long-polls held for the memory figure")
+	flag.DurationVar(&o.hold, "hold", 3*time.Second, "how long the long-polls are held while the server's CPU is measured")
+	flag.StringVar(&o.dataDir, "data", "", "parent of the servers' data folders (default: a temporary folder, removed afterwards)")
+	flag.StringVar(&o.profileDir, "profile", "", "write into this folder the server's CPU profile of each throughput phase and its heap profile while the long-polls are held")
+	flag.Parse()
+	if o.clients < 1 || o.owners < 1 || o.samples < 1 || o.waiters < 1 || o.duration <= 0 {
+		fmt.Fprintln(os.Stderr, "chaperone-bench: -clients, -owners, -samples, -waiters and -duration must be positive")
+		os.Exit(2)
+	}
+	if err := run(o, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "chaperone-bench:", err)
+		os.Exit(1)
+	}
+}
+
+// results is everything run measured.
+type results struct {
+	creates, gets throughput
+	jobsHeld      int // jobs in the store while the gets ran
+	pickup        pickup
+	waiters       waiters
+	fdLimit       uint64
+}
+
+func run(o options, out io.Writer) error {
+	var r results
+	var err error
+	// The waiters' connections need a descriptor each on both sides; the server process
+	// inherits this limit.
+	if r.fdLimit, err = raiseFDLimit(uint64(o.waiters + o.clients + 256)); err != nil {
+		return err
+	}
+	root := o.dataDir
+	if root == "" {
+		if root, err = os.MkdirTemp("", "chaperone-bench-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(root)
+	}
+	if o.profileDir != "" {
+		if o.profileDir, err = filepath.Abs(o.profileDir); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(o.profileDir, 0o750); err != nil {
+			return err
+		}
+	}
+	limits := catalog.DefaultLimits()
+	limits.ActiveJobsPerOwner = benchLimit
+	limits.CreatesPerMinute = benchLimit
+	limits.QueuedJobs = benchLimit
+	limits.RetainedJobs = benchLimit
+
+	fmt.Fprintf(out, "chaperone bench: %s/%s, %d CPUs, %s; server in a child process, clients here, HTTP/1.1 keep-alive on loopback\n",
+		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+	fmt.Fprintf(out, "limits raised for the benchmark (defaults 16/60/1000/1000): active_jobs_per_owner, creates_per_owner_per_minute, queued_jobs, retained_jobs = %d; every quota check still runs\n\n", benchLimit)
+
+	// Server 1: its worker's one slot is busy with a job that never ends, so every job
+	// created stays queued (a real insert, nothing leased), and the hanging job serves
+	// the long-polls.
+	if err := busyServerPhases(o, &r, filepath.Join(root, "busy"), limits); err != nil {
+		return err
+	}
+	// Server 2: an idle worker, for the pickup latency.
+	if err := idleServerPhase(o, &r, filepath.Join(root, "idle"), limits); err != nil {
+		return err
+	}
+	report(out, o, r)
+	return nil
+}
+
+func busyServerPhases(o options, r *results, dir string, limits catalog.Limits) error {
+	keys, err := makeKeys(dir, o.owners)
+	if err != nil {
+		return err
+	}
+	srv, err := startServer(childConfig{DataDir: dir, Slots: 1, Limits: limits})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	ctx := context.Background()
+	c := newClient(srv.URL, o.clients)
+	defer c.close()
+
+	hang, err := c.create(ctx, keys[0], "hang")
+	if err != nil {
+		return err
+	}
+	if err := waitRunning(ctx, c, keys[0], hang.ID); err != nil {
+		return err
+	}
+
+	// 1. Creates, each by a random owner. The ids are kept by owner for the gets.
+	var mu sync.Mutex
+	byOwner := make([][]string, o.owners)
+	r.creates, err = profiled(srv, o.profileDir, "creates", func() (throughput, error) {
+		return closedLoop(srv, o.clients, o.warmup, o.duration, func(ctx context.Context, _ int, rng *rand.Rand) error {
+			k := rng.IntN(o.owners)
+			j, err := c.create(ctx, keys[k], "hang")
+			if err == nil {
+				mu.Lock()
+				byOwner[k] = append(byOwner[k], j.ID)
+				mu.Unlock()
+			}
+			return err
+		})
+	})
+	if err != nil {
+		return err
+	}
+	// 2. Gets: a random job of a random owner, read with that owner's key.
+	var owners []int // those that have a job
+	for k, l := range byOwner {
+		r.jobsHeld += len(l)
+		if len(l) > 0 {
+			owners = append(owners, k)
+		}
+	}
+	r.jobsHeld++ // the hanging job
+	if len(owners) == 0 {
+		return errors.New("no job was created, so there is nothing to read")
+	}
+	r.gets, err = profiled(srv, o.profileDir, "gets", func() (throughput, error) {
+		return closedLoop(srv, o.clients, o.warmup, o.duration, func(ctx context.Context, _ int, rng *rand.Rand) error {
+			k := owners[rng.IntN(len(owners))]
+			_, err := c.get(ctx, keys[k], byOwner[k][rng.IntN(len(byOwner[k]))])
+			return err
+		})
+	})
+	if err != nil {
+		return err
+	}
+	// 4. Long-polls on the hanging job.
+	r.waiters, err = holdWaiters(srv, keys[0], hang.ID, o.waiters, o.hold, o.profileDir)
+	return err
+}
+
+func idleServerPhase(o options, r *results, dir string, limits catalog.Limits) error {
+	keys, err := makeKeys(dir, 1)
+	if err != nil {
+		return err
+	}
+	srv, err := startServer(childConfig{DataDir: dir, Slots: 1, Limits: limits})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	c := newClient(srv.URL, 1)
+	defer c.close()
+	// 3. One warm-up job, so the first sample does not pay for cold caches.
+	if _, err := measurePickup(context.Background(), c, keys[0], 1, o.gap); err != nil {
+		return err
+	}
+	r.pickup, err = measurePickup(context.Background(), c, keys[0], o.samples, o.gap)
+	return err
+}
+
+// profiled runs phase, with the server's CPU profile recorded into dir/name.pprof when
+// dir is set.
+func profiled(srv *server, dir, name string, phase func() (throughput, error)) (throughput, error) {
+	if dir == "" {
+		return phase()
+	}
+	if err := srv.StartProfile(filepath.Join(dir, name+".pprof")); err != nil {
+		return throughput{}, err
+	}
+	t, err := phase()
+	if err2 := srv.StopProfile(); err == nil {
+		err = err2
+	}
+	return t, err
+}
+
+// makeKeys issues n API keys in the store of dir before its server starts, as
+// "chaperone keys create" would, and returns them.
+func makeKeys(dir string, n int) ([]string, error) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "chaperone.db"))
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	keys := make([]string, n)
+	for i := range keys {
+		key, rec := apikey.New(fmt.Sprintf("bench-%d", i), time.Now())
+		if err := st.CreateKey(ctx, rec); err != nil {
+			return nil, err
+		}
+		keys[i] = key
+	}
+	return keys, nil
+}
+
+// raiseFDLimit lifts the soft limit on open files to at least need where the hard limit
+// allows (Go raises it to the hard limit by itself on Linux; this only checks).
+func raiseFDLimit(need uint64) (uint64, error) {
+	var l syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
+		return 0, err
+	}
+	if l.Cur >= need {
+		return l.Cur, nil
+	}
+	if l.Max < need {
+		return l.Cur, fmt.Errorf("the open-files limit is %d (hard %d), below the %d the benchmark needs; lower -waiters or raise it (ulimit -n)", l.Cur, l.Max, need)
+	}
+	l.Cur = need
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
+		return 0, err
+	}
+	return need, nil
+}
+
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func report(out io.Writer, o options, r results) {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	row := func(cols ...any) {
+		for i, c := range cols {
+			if i > 0 {
+				fmt.Fprint(tw, "\t")
+			}
+			fmt.Fprint(tw, c)
+		}
+		fmt.Fprintln(tw)
+	}
+	verdict := func(ok bool) string {
+		if ok {
+			return "PASS"
+		}
+		return "MISS"
+	}
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
+	lat := func(sorted []time.Duration) string {
+		return fmt.Sprintf("p50 %s, p99 %s", ms(percentile(sorted, 50)), ms(percentile(sorted, 99)))
+	}
+	cores := func(t throughput) string {
+		return fmt.Sprintf("server %.2f cores, clients %.2f cores", t.ServerCPU.Seconds()/t.Window.Seconds(), t.ClientCPU.Seconds()/t.Window.Seconds())
+	}
+	mb := func(b int64) float64 { return float64(b) / (1 << 20) }
+	per1000 := func(b int64) float64 { return mb(b) * 1000 / float64(r.waiters.N) }
+	w := r.waiters
+	heap := int64(w.During.HeapInuse+w.During.StackInuse) - int64(w.Before.HeapInuse+w.Before.StackInuse)
+	rss := int64(w.During.RSS) - int64(w.Before.RSS)
+	pickupOK := func(sorted []time.Duration) string { return verdict(percentile(sorted, 50) < targetPickup) }
+
+	row("#", "figure", "measured", "target", "result")
+	row("1", "durable creates (POST /v1/predictions → 202)", fmt.Sprintf("%.0f /s", r.creates.Rate()),
+		fmt.Sprintf("≥ %.0f /s", targetCreates), verdict(r.creates.Rate() >= targetCreates))
+	row("", "  latency", lat(r.creates.Latencies), "", "")
+	row("2", "GET /v1/jobs/{id} (→ 200)", fmt.Sprintf("%.0f /s", r.gets.Rate()),
+		fmt.Sprintf("≥ %.0f /s", targetGets), verdict(r.gets.Rate() >= targetGets))
+	row("", "  latency", lat(r.gets.Latencies), "", "")
+	row("3", "pickup, server: started_at − created_at", lat(r.pickup.Server), "p50 < "+ms(targetPickup), pickupOK(r.pickup.Server))
+	row("", "  client: send → a GET shows it running", lat(r.pickup.Seen), "p50 < "+ms(targetPickup), pickupOK(r.pickup.Seen))
+	row("", "  client: send → long-poll shows it succeeded", lat(r.pickup.Done), "", "")
+	row("4", fmt.Sprintf("memory of %d held waiters, heap+stack", w.N), fmt.Sprintf("%.1f MB per 1,000", per1000(heap)),
+		fmt.Sprintf("< %.0f MB", targetWaiters), verdict(per1000(heap) < targetWaiters))
+	row("", "  same, process RSS", fmt.Sprintf("%.1f MB per 1,000", per1000(rss)),
+		fmt.Sprintf("< %.0f MB", targetWaiters), verdict(per1000(rss) < targetWaiters))
+	tw.Flush()
+
+	fmt.Fprintf(out, "\nHow each figure was measured:\n")
+	note := func(n int, format string, args ...any) {
+		fmt.Fprint(out, wrap(fmt.Sprintf("%d. ", n)+fmt.Sprintf(format, args...), 100, "   "))
+	}
+	note(1, "%d clients in a closed loop (each sends its next request when its last is answered), "+
+		"%s measured after %s of warm-up, each request with the API key of one of %d owners at random. "+
+		"Each 202 is a committed SQLite transaction (WAL, synchronous=NORMAL as the store sets it: it "+
+		"survives a crash of the process, and the file is synced at checkpoints) that runs every quota "+
+		"check. The worker's only slot is busy with a job that never ends, so the jobs stay queued. "+
+		"%d answered, %d failed; %s.%s",
+		o.clients, o.duration, o.warmup, o.owners, r.creates.N, r.creates.Errors, cores(r.creates), errNote(r.creates))
+	note(2, "The same clients, each GET a random job of a random owner (with that owner's key) among the "+
+		"%d jobs the store then holds; each request checks the key and reads the row. %d answered, %d failed; %s.%s",
+		r.jobsHeld, r.gets.N, r.gets.Errors, cores(r.gets), errNote(r.gets))
+	note(3, "%d \"ok\" jobs (the stand-in tool: one shell process) submitted one at a time, %s apart, "+
+		"to a second server whose one-slot worker is idle. The first line is the server's own view, "+
+		"both stamps taken by the server and stored to the millisecond (so 0 means under 1 ms): "+
+		"from the API accepting the job to the worker leasing it. The second is what a client sees: "+
+		"from sending the create until a GET (polled back to back, no hold) shows it running or later; "+
+		"it includes the create's round trip and one poll's. The third: until a Prefer: wait "+
+		"long-poll, sent once it ran, answers with it succeeded (the tool ran and the job completed).",
+		len(r.pickup.Server), o.gap)
+	note(4, "%d connections, each holding GET /v1/jobs/{id} with Prefer: wait=60 on the running job "+
+		"that never ends. The server process reports its own memory, after a full GC that also returns "+
+		"free memory to the OS (debug.FreeOSMemory), before the long-polls and while they are held: "+
+		"heap+stack is HeapInuse+StackInuse, RSS is VmRSS; the clients are another process and are "+
+		"not counted. Server goroutines %d → %d; while held, the server used %.1f%% of one core over %s; "+
+		"%d long-polls ended early.%s Open-files limit %d.",
+		w.N, w.Before.Goroutines, w.During.Goroutines, 100*w.CPU.Seconds()/w.Hold.Seconds(), w.Hold,
+		w.Early, earlyNote(w), r.fdLimit)
+}
+
+// wrap breaks text into lines of at most width, indenting every line after the first.
+func wrap(text string, width int, indent string) string {
+	var b strings.Builder
+	line := 0
+	for i, word := range strings.Fields(text) {
+		if i > 0 && line+1+len([]rune(word)) > width {
+			b.WriteString("\n" + indent)
+			line = len(indent)
+		} else if i > 0 {
+			b.WriteByte(' ')
+			line++
+		}
+		b.WriteString(word)
+		line += len([]rune(word))
+	}
+	return b.String() + "\n"
+}
+
+func errNote(t throughput) string {
+	if t.FirstErr == nil {
+		return ""
+	}
+	return fmt.Sprintf(" First error: %v.", t.FirstErr)
+}
+
+func earlyNote(w waiters) string {
+	if w.FirstErr == nil {
+		return ""
+	}
+	return fmt.Sprintf(" First: %v.", w.FirstErr)
+}

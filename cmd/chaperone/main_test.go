@@ -1,0 +1,84 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chaperone-bio/chaperone/apikey"
+	"github.com/chaperone-bio/chaperone/store/sqlite"
+)
+
+// chaperone runs the command in-process and returns its exit code and output.
+func chaperone(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestKeysCreateListRevoke(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errOut := chaperone(t, "keys", "create", "--name", "ci", "--data", dir)
+	if code != 0 {
+		t.Fatalf("keys create exited %d: %s", code, errOut)
+	}
+	key := strings.TrimSpace(out)
+	if !apikey.WellFormed(key) {
+		t.Fatalf("keys create printed %q, not a key", key)
+	}
+
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "chaperone.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := st.KeyByHash(context.Background(), apikey.Hash(key))
+	st.Close()
+	if err != nil || rec.Name != "ci" {
+		t.Fatalf("the printed key is not stored under its hash: %v %+v", err, rec)
+	}
+
+	_, list, _ := chaperone(t, "keys", "list", "--data", dir)
+	if !strings.Contains(list, rec.ID) || !strings.Contains(list, "ci") || strings.Contains(list, key) {
+		t.Fatalf("keys list shows %q; want the id and name, never the key", list)
+	}
+	if code, _, errOut := chaperone(t, "keys", "revoke", "ci", "--data", dir); code != 0 {
+		t.Fatalf("keys revoke by name exited %d: %s", code, errOut)
+	}
+	st, err = sqlite.Open(context.Background(), filepath.Join(dir, "chaperone.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.KeyByHash(context.Background(), apikey.Hash(key))
+	st.Close()
+	if err == nil {
+		t.Fatal("a revoked key is still accepted")
+	}
+	_, list, _ = chaperone(t, "keys", "list", "--data", dir)
+	if strings.HasSuffix(strings.TrimSpace(list), "-") {
+		t.Fatalf("keys list does not show the revocation: %s", list)
+	}
+	if code, _, _ := chaperone(t, "keys", "revoke", "nobody", "--data", dir); code != 1 {
+		t.Fatalf("revoking an unknown key exited %d, want 1", code)
+	}
+}
+
+func TestUsageErrorsExit2(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"frobnicate"},
+		{"keys"},
+		{"keys", "create"},
+		{"keys", "rotate"},
+		{"serve", "--limit", "queued_jobs=many"},
+		{"serve", "--limit", "no_such_limit=3"},
+		{"serve", "--tool", "boltz"},
+		{"serve", "--trusted-proxy", "not-a-cidr"},
+	} {
+		if code, _, _ := chaperone(t, args...); code != 2 {
+			t.Errorf("chaperone %v exited %d, want 2", args, code)
+		}
+	}
+}
