@@ -19,33 +19,26 @@ import (
 )
 
 func (s *Server) createPrediction(w http.ResponseWriter, r *http.Request) {
-	s.create(w, r, func(body []byte) (*job.Job, error) {
-		var req catalog.PredictRequest
-		if err := catalog.Decode(body, &req); err != nil {
-			return nil, err
-		}
-		return s.cat.NewPredict(&req)
-	})
+	s.create(w, r, decodeThen(s.cat.NewPredict))
 }
 
 func (s *Server) createDesign(w http.ResponseWriter, r *http.Request) {
-	s.create(w, r, func(body []byte) (*job.Job, error) {
-		var req catalog.DesignRequest
-		if err := catalog.Decode(body, &req); err != nil {
-			return nil, err
-		}
-		return s.cat.NewDesign(&req)
-	})
+	s.create(w, r, decodeThen(s.cat.NewDesign))
 }
 
 func (s *Server) createEmbedding(w http.ResponseWriter, r *http.Request) {
-	s.create(w, r, func(body []byte) (*job.Job, error) {
-		var req catalog.EmbedRequest
+	s.create(w, r, decodeThen(s.cat.NewEmbed))
+}
+
+// decodeThen decodes a create body strictly into its request type and validates it.
+func decodeThen[Req any](validate func(*Req) (*job.Job, error)) func([]byte) (*job.Job, error) {
+	return func(body []byte) (*job.Job, error) {
+		var req Req
 		if err := catalog.Decode(body, &req); err != nil {
 			return nil, err
 		}
-		return s.cat.NewEmbed(&req)
-	})
+		return validate(&req)
+	}
 }
 
 // create is the path every create takes: owner, body within the size cap, validation
@@ -140,6 +133,7 @@ func (s *Server) storeLimits() store.Limits {
 
 // liveSet is what the live workers can run, and what they say is missing.
 type liveSet struct {
+	workers int
 	models  map[string]bool
 	missing map[string]string
 }
@@ -149,7 +143,7 @@ func (s *Server) liveModels(ctx context.Context) (liveSet, error) {
 	if err != nil {
 		return liveSet{}, err
 	}
-	set := liveSet{models: map[string]bool{}, missing: map[string]string{}}
+	set := liveSet{workers: len(ws), models: map[string]bool{}, missing: map[string]string{}}
 	for _, w := range ws {
 		for _, m := range w.Models {
 			set.models[m] = true
@@ -161,7 +155,8 @@ func (s *Server) liveModels(ctx context.Context) (liveSet, error) {
 	return set, nil
 }
 
-// checkAvailable is the 503 of decisions "Compute availability".
+// checkAvailable is the 503 of decisions "Compute availability": its detail says what an
+// operator must do about it.
 func (s *Server) checkAvailable(ctx context.Context, j *job.Job) error {
 	live, err := s.liveModels(ctx)
 	if err != nil {
@@ -170,22 +165,23 @@ func (s *Server) checkAvailable(ctx context.Context, j *job.Job) error {
 	if live.models[j.RunModel] {
 		return nil
 	}
-	what := j.RunModel
+	what := "model " + j.RunModel
 	if j.Protocol != "" {
-		what = fmt.Sprintf("%s (protocol %s)", j.RunModel, j.Protocol)
+		what = fmt.Sprintf("model %s (protocol %s)", j.RunModel, j.Protocol)
 	}
-	switch why, known := live.missing[j.RunModel]; {
+	var why string
+	switch reported, known := live.missing[j.RunModel]; {
+	case live.workers == 0:
+		why = "no worker is connected"
 	case known:
-		return &job.UnavailableError{Reason: fmt.Sprintf("No live worker can run model %s: %s.", what, strings.TrimSuffix(why, "."))}
-	case len(live.models) == 0 && len(live.missing) == 0:
-		return &job.UnavailableError{Reason: fmt.Sprintf("No live worker can run model %s: no worker is connected.", what)}
+		why = strings.TrimSuffix(reported, ".")
 	default:
-		tool := ""
+		why = "no live worker has an engine for it"
 		if m, ok := s.cat.Model(j.RunModel); ok {
-			tool = fmt.Sprintf(" (no worker has the %s command)", m.Tool)
+			why += fmt.Sprintf(" (its upstream tool is %s)", m.Tool)
 		}
-		return &job.UnavailableError{Reason: fmt.Sprintf("No live worker can run model %s%s.", what, tool)}
 	}
+	return &job.UnavailableError{Reason: fmt.Sprintf("No live worker can run %s: %s.", what, why)}
 }
 
 func (s *Server) requireOwner(w http.ResponseWriter, r *http.Request) (job.Owner, bool) {

@@ -130,7 +130,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if route == "" {
 			route = "unmatched"
 		}
-		s.metrics.observe(r.Method, route, rec.status(), time.Since(start))
+		elapsed := time.Since(start)
+		s.metrics.observe(r.Method, route, rec.status(), elapsed)
+		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("request_id", id),
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("route", route),
+			slog.Int("status", rec.status()), slog.Float64("ms", float64(elapsed.Microseconds())/1000))
 	}()
 	defer s.recoverPanic(rec, r)
 

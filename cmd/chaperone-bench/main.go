@@ -125,8 +125,8 @@ func run(o options, out io.Writer) error {
 	limits.QueuedJobs = benchLimit
 	limits.RetainedJobs = benchLimit
 
-	fmt.Fprintf(out, "chaperone bench: %s/%s, %d CPUs, %s; server in a child process, clients here, HTTP/1.1 keep-alive on loopback\n",
-		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+	fmt.Fprintf(out, "chaperone bench: %s/%s, %d CPUs, %s, load average %s at start; server in a child process, clients here, HTTP/1.1 keep-alive on loopback\n",
+		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), loadAverage())
 	fmt.Fprintf(out, "limits raised for the benchmark (defaults 16/60/1000/1000): active_jobs_per_owner, creates_per_owner_per_minute, queued_jobs, retained_jobs = %d; every quota check still runs\n\n", benchLimit)
 
 	// Server 1: its worker's one slot is busy with a job that never ends, so every job
@@ -284,6 +284,20 @@ func raiseFDLimit(need uint64) (uint64, error) {
 		return 0, err
 	}
 	return need, nil
+}
+
+// loadAverage is the 1-minute load average: other work on the machine shares its cores
+// with the benchmark.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return "unknown"
+	}
+	return f[0]
 }
 
 func selfCPU() time.Duration {
