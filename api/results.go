@@ -116,9 +116,11 @@ func (s *Server) archive(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": j.ID + ".zip"}))
 	w.WriteHeader(http.StatusOK)
 	// Once streaming has begun the status is sent; a failure can only cut the stream
-	// short, which the client sees as a broken zip. Log it for the operator.
+	// short. Abort the response so the client sees a failed download, not a short file
+	// that looks complete, and log the cause for the operator.
 	if err := artifact.WriteZip(ctx, w, entries); err != nil && ctx.Err() == nil {
 		s.log.ErrorContext(ctx, "archive cut short", "job", j.ID, "request_id", requestID(ctx), "error", err.Error())
+		panic(http.ErrAbortHandler)
 	}
 }
 

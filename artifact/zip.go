@@ -91,12 +91,14 @@ func writeEntry(ctx context.Context, zw *zip.Writer, f ZipEntry, mod time.Time) 
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(dst, ctxReader{ctx, rc})
+	_, err = io.Copy(dst, ContextReader(ctx, rc))
 	return err
 }
 
-// ctxReader ends a long copy when its context ends, so a client that hangs up on a large
-// archive stops the reads behind it.
+// ContextReader returns a reader that fails once ctx ends, so a long copy stops when the
+// client hangs up or the job is canceled instead of reading on to the end.
+func ContextReader(ctx context.Context, r io.Reader) io.Reader { return ctxReader{ctx, r} }
+
 type ctxReader struct {
 	ctx context.Context
 	r   io.Reader

@@ -105,7 +105,7 @@ func (s *Store) Put(ctx context.Context, jobID string, attempt int, p string, r 
 			s.root.Remove(tmp)
 		}
 	}()
-	if _, err := io.Copy(f, ctxReader{ctx, r}); err != nil {
+	if _, err := io.Copy(f, artifact.ContextReader(ctx, r)); err != nil {
 		return fmt.Errorf("put %s: %w", p, err)
 	}
 	if err := f.Sync(); err != nil {
@@ -333,17 +333,4 @@ func randomHex() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // never fails (Go ≥1.24)
 	return hex.EncodeToString(b[:])
-}
-
-// ctxReader stops a long copy when its context ends.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }

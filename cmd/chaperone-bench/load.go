@@ -116,7 +116,7 @@ func (t throughput) Rate() float64 { return float64(t.N) / t.Window.Seconds() }
 
 // closedLoop runs clients goroutines, each calling op back to back, for warmup and then
 // for the measured window; only requests that start and end inside the window count.
-func closedLoop(srv *server, clients int, warmup, window time.Duration, op func(ctx context.Context, client int, rng *rand.Rand) error) (throughput, error) {
+func closedLoop(srv *server, clients int, warmup, window time.Duration, op func(ctx context.Context, rng *rand.Rand) error) (throughput, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	start := time.Now()
@@ -127,11 +127,6 @@ func closedLoop(srv *server, clients int, warmup, window time.Duration, op func(
 		res = throughput{Window: window}
 		wg  sync.WaitGroup
 	)
-	var cpu0, cpu1 struct {
-		server serverStats
-		client time.Duration
-		err    error
-	}
 	for i := range clients {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(i), uint64(start.UnixNano())))
@@ -143,7 +138,7 @@ func closedLoop(srv *server, clients int, warmup, window time.Duration, op func(
 				if !t0.Before(to) {
 					break
 				}
-				err := op(ctx, i, rng)
+				err := op(ctx, rng)
 				t1 := time.Now()
 				if t0.Before(from) || t1.After(to) {
 					continue
@@ -170,17 +165,17 @@ func closedLoop(srv *server, clients int, warmup, window time.Duration, op func(
 	}
 	// CPU of both sides over the window.
 	time.Sleep(time.Until(from))
-	cpu0.server, cpu0.err = srv.Stats()
-	cpu0.client = selfCPU()
+	server0, err0 := srv.Stats()
+	client0 := selfCPU()
 	time.Sleep(time.Until(to))
-	cpu1.server, cpu1.err = srv.Stats()
-	cpu1.client = selfCPU()
+	server1, err1 := srv.Stats()
+	client1 := selfCPU()
 	wg.Wait()
-	if err := errors.Join(cpu0.err, cpu1.err); err != nil {
+	if err := errors.Join(err0, err1); err != nil {
 		return res, err
 	}
-	res.ServerCPU = cpu1.server.CPU - cpu0.server.CPU
-	res.ClientCPU = cpu1.client - cpu0.client
+	res.ServerCPU = server1.CPU - server0.CPU
+	res.ClientCPU = client1 - client0
 	slices.Sort(res.Latencies)
 	return res, nil
 }
@@ -277,16 +272,17 @@ func measurePickup(ctx context.Context, c *client, key string, samples int, gap 
 
 // waiters is the outcome of the held long-polls.
 type waiters struct {
-	N              int
-	Before, During serverStats
-	CPU            time.Duration // server CPU over Hold while all were held
-	Hold           time.Duration
-	Early          int   // long-polls that ended before they were released
-	FirstErr       error // why the first of them ended
+	N                     int
+	Before, During, After serverStats   // After: once released and their goroutines gone
+	CPU                   time.Duration // server CPU over Hold while all were held
+	Hold                  time.Duration
+	Early                 int   // long-polls that ended before they were released
+	FirstErr              error // why the first of them ended
 }
 
 // holdWaiters opens n connections, each holding GET /v1/jobs/{id} with Prefer: wait=60 on
-// a job that never ends, and measures the server process before and while they are held.
+// a job that never ends, and measures the server process before, while they are held, and
+// after they were released.
 // With profileDir set, the server's CPU profile over the hold and its heap profile while
 // the long-polls are held are written there.
 func holdWaiters(srv *server, key, id string, n int, hold time.Duration, profileDir string) (waiters, error) {
@@ -376,5 +372,16 @@ func holdWaiters(srv *server, key, id string, n int, hold time.Duration, profile
 		}
 	}
 	stop() // w.Early is final once every waiter has returned
-	return w, nil
+	for range 40 {
+		st, err := srv.Stats()
+		if err != nil {
+			return w, err
+		}
+		if st.Goroutines <= w.Before.Goroutines {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	w.After, err = srv.Mem()
+	return w, err
 }

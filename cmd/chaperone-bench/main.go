@@ -22,6 +22,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -58,6 +59,7 @@ type options struct {
 	hold             time.Duration
 	dataDir          string
 	profileDir       string
+	logLevel         slog.Level
 }
 
 func main() {
@@ -75,6 +77,7 @@ func main() {
 	flag.IntVar(&o.waiters, "waiters", 1000, "concurrent Prefer: wait=60 long-polls held for the memory figure")
 	flag.DurationVar(&o.hold, "hold", 3*time.Second, "how long the long-polls are held while the server's CPU is measured")
 	flag.StringVar(&o.dataDir, "data", "", "parent of the servers' data folders (default: a temporary folder, removed afterwards)")
+	flag.TextVar(&o.logLevel, "server-log-level", slog.LevelInfo, "the servers' log level (info, as chaperone serve's default, logs every request); the log goes to server.log in each data folder")
 	flag.StringVar(&o.profileDir, "profile", "", "write into this folder the server's CPU profile of each throughput phase and its heap profile while the long-polls are held")
 	flag.Parse()
 	if o.clients < 1 || o.owners < 1 || o.samples < 1 || o.waiters < 1 || o.duration <= 0 {
@@ -127,7 +130,11 @@ func run(o options, out io.Writer) error {
 
 	fmt.Fprintf(out, "chaperone bench: %s/%s, %d CPUs, %s, load average %s at start; server in a child process, clients here, HTTP/1.1 keep-alive on loopback\n",
 		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), loadAverage())
-	fmt.Fprintf(out, "limits raised for the benchmark (defaults 16/60/1000/1000): active_jobs_per_owner, creates_per_owner_per_minute, queued_jobs, retained_jobs = %d; every quota check still runs\n\n", benchLimit)
+	fmt.Fprint(out, wrap(fmt.Sprintf("Limits raised for the benchmark, so that it measures the server and not "+
+		"its quotas: active_jobs_per_owner, creates_per_owner_per_minute, queued_jobs and retained_jobs "+
+		"(defaults 16, 60, 1000, 1000) are all %d. Every quota check still runs on every create. "+
+		"The servers log at %s level, as chaperone serve does by default, into a file.", benchLimit, o.logLevel), 100, ""))
+	fmt.Fprintln(out)
 
 	// Server 1: its worker's one slot is busy with a job that never ends, so every job
 	// created stays queued (a real insert, nothing leased), and the hanging job serves
@@ -148,7 +155,7 @@ func busyServerPhases(o options, r *results, dir string, limits catalog.Limits) 
 	if err != nil {
 		return err
 	}
-	srv, err := startServer(childConfig{DataDir: dir, Slots: 1, Limits: limits})
+	srv, err := startServer(childConfig{DataDir: dir, Slots: 1, Limits: limits, LogLevel: o.logLevel})
 	if err != nil {
 		return err
 	}
@@ -165,11 +172,18 @@ func busyServerPhases(o options, r *results, dir string, limits catalog.Limits) 
 		return err
 	}
 
+	// 4. Long-polls on the hanging job, first, while the server holds little else: the
+	// SQLite page caches that the creates fill are memory outside Go's heap that could
+	// move the RSS figure.
+	r.waiters, err = holdWaiters(srv, keys[0], hang.ID, o.waiters, o.hold, o.profileDir)
+	if err != nil {
+		return err
+	}
 	// 1. Creates, each by a random owner. The ids are kept by owner for the gets.
 	var mu sync.Mutex
 	byOwner := make([][]string, o.owners)
 	r.creates, err = profiled(srv, o.profileDir, "creates", func() (throughput, error) {
-		return closedLoop(srv, o.clients, o.warmup, o.duration, func(ctx context.Context, _ int, rng *rand.Rand) error {
+		return closedLoop(srv, o.clients, o.warmup, o.duration, func(ctx context.Context, rng *rand.Rand) error {
 			k := rng.IntN(o.owners)
 			j, err := c.create(ctx, keys[k], "hang")
 			if err == nil {
@@ -196,17 +210,12 @@ func busyServerPhases(o options, r *results, dir string, limits catalog.Limits) 
 		return errors.New("no job was created, so there is nothing to read")
 	}
 	r.gets, err = profiled(srv, o.profileDir, "gets", func() (throughput, error) {
-		return closedLoop(srv, o.clients, o.warmup, o.duration, func(ctx context.Context, _ int, rng *rand.Rand) error {
+		return closedLoop(srv, o.clients, o.warmup, o.duration, func(ctx context.Context, rng *rand.Rand) error {
 			k := owners[rng.IntN(len(owners))]
 			_, err := c.get(ctx, keys[k], byOwner[k][rng.IntN(len(byOwner[k]))])
 			return err
 		})
 	})
-	if err != nil {
-		return err
-	}
-	// 4. Long-polls on the hanging job.
-	r.waiters, err = holdWaiters(srv, keys[0], hang.ID, o.waiters, o.hold, o.profileDir)
 	return err
 }
 
@@ -215,7 +224,7 @@ func idleServerPhase(o options, r *results, dir string, limits catalog.Limits) e
 	if err != nil {
 		return err
 	}
-	srv, err := startServer(childConfig{DataDir: dir, Slots: 1, Limits: limits})
+	srv, err := startServer(childConfig{DataDir: dir, Slots: 1, Limits: limits, LogLevel: o.logLevel})
 	if err != nil {
 		return err
 	}
@@ -335,7 +344,7 @@ func report(out io.Writer, o options, r results) {
 	mb := func(b int64) float64 { return float64(b) / (1 << 20) }
 	per1000 := func(b int64) float64 { return mb(b) * 1000 / float64(r.waiters.N) }
 	w := r.waiters
-	heap := int64(w.During.HeapInuse+w.During.StackInuse) - int64(w.Before.HeapInuse+w.Before.StackInuse)
+	heap := goMem(w.During) - goMem(w.Before)
 	rss := int64(w.During.RSS) - int64(w.Before.RSS)
 	pickupOK := func(sorted []time.Duration) string { return verdict(percentile(sorted, 50) < targetPickup) }
 
@@ -363,9 +372,9 @@ func report(out io.Writer, o options, r results) {
 		"%s measured after %s of warm-up, each request with the API key of one of %d owners at random. "+
 		"Each 202 is a committed SQLite transaction (WAL, synchronous=NORMAL as the store sets it: it "+
 		"survives a crash of the process, and the file is synced at checkpoints) that runs every quota "+
-		"check. The worker's only slot is busy with a job that never ends, so the jobs stay queued. "+
-		"%d answered, %d failed; %s.%s",
-		o.clients, o.duration, o.warmup, o.owners, r.creates.N, r.creates.Errors, cores(r.creates), errNote(r.creates))
+		"check. The worker's only slot is busy with a job that never ends, so the jobs stay queued "+
+		"(about %d per owner at the end). %d answered, %d failed; %s.%s",
+		o.clients, o.duration, o.warmup, o.owners, r.jobsHeld/o.owners, r.creates.N, r.creates.Errors, cores(r.creates), errNote(r.creates))
 	note(2, "The same clients, each GET a random job of a random owner (with that owner's key) among the "+
 		"%d jobs the store then holds; each request checks the key and reads the row. %d answered, %d failed; %s.%s",
 		r.jobsHeld, r.gets.N, r.gets.Errors, cores(r.gets), errNote(r.gets))
@@ -378,13 +387,16 @@ func report(out io.Writer, o options, r results) {
 		"long-poll, sent once it ran, answers with it succeeded (the tool ran and the job completed).",
 		len(r.pickup.Server), o.gap)
 	note(4, "%d connections, each holding GET /v1/jobs/{id} with Prefer: wait=60 on the running job "+
-		"that never ends. The server process reports its own memory, after a full GC that also returns "+
-		"free memory to the OS (debug.FreeOSMemory), before the long-polls and while they are held: "+
-		"heap+stack is HeapInuse+StackInuse, RSS is VmRSS; the clients are another process and are "+
-		"not counted. Server goroutines %d → %d; while held, the server used %.1f%% of one core over %s; "+
-		"%d long-polls ended early.%s Open-files limit %d.",
-		w.N, w.Before.Goroutines, w.During.Goroutines, 100*w.CPU.Seconds()/w.Hold.Seconds(), w.Hold,
-		w.Early, earlyNote(w), r.fdLimit)
+		"that never ends. The server process reports its own memory, after two full GCs, the second "+
+		"returning free memory to the OS (debug.FreeOSMemory), before the long-polls and while they are held: "+
+		"heap+stack is HeapInuse+StackInuse (here %.1f MB heap, %.1f MB stacks), RSS is VmRSS; the "+
+		"clients are another process and are not counted. This runs first on its server, before the creates fill SQLite's page caches "+
+		"(memory outside Go's heap). Server goroutines %d → %d; while held, the server used %.1f%% "+
+		"of one core over %s; %d long-polls ended early.%s Once released: heap+stack %+.1f MB and "+
+		"RSS %+.1f MB against before. Open-files limit %d.",
+		w.N, mb(int64(w.During.HeapInuse)-int64(w.Before.HeapInuse)), mb(int64(w.During.StackInuse)-int64(w.Before.StackInuse)),
+		w.Before.Goroutines, w.During.Goroutines, 100*w.CPU.Seconds()/w.Hold.Seconds(), w.Hold,
+		w.Early, earlyNote(w), mb(goMem(w.After)-goMem(w.Before)), mb(int64(w.After.RSS)-int64(w.Before.RSS)), r.fdLimit)
 }
 
 // wrap breaks text into lines of at most width, indenting every line after the first.
@@ -404,6 +416,9 @@ func wrap(text string, width int, indent string) string {
 	}
 	return b.String() + "\n"
 }
+
+// goMem is the memory the Go runtime holds for the heap and goroutine stacks.
+func goMem(s serverStats) int64 { return int64(s.HeapInuse + s.StackInuse) }
 
 func errNote(t throughput) string {
 	if t.FirstErr == nil {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
@@ -36,9 +37,10 @@ var benchModels = []string{"boltz2", "esmfold2"}
 
 // childConfig is what the load generator tells a server process.
 type childConfig struct {
-	DataDir string         `json:"data_dir"`
-	Slots   int            `json:"slots"`
-	Limits  catalog.Limits `json:"limits"`
+	DataDir  string         `json:"data_dir"`
+	Slots    int            `json:"slots"`
+	Limits   catalog.Limits `json:"limits"`
+	LogLevel slog.Level     `json:"log_level"`
 }
 
 // serverStats is a server process's own account of itself.
@@ -55,8 +57,8 @@ type serverStats struct {
 // line of JSON per command read from stdin:
 //
 //	stats          CPU, goroutines and RSS, cheaply (no GC)
-//	mem            the same after a full GC that also returns free memory to the OS, so
-//	               that heap and RSS are what the server holds live
+//	mem            the same after two full GCs, the second returning free memory to the
+//	               OS, so that heap and RSS are what the server holds live
 //	profile PATH   start a CPU profile into PATH
 //	stop           stop the CPU profile
 //	heap PATH      write a heap profile (after a GC) into PATH
@@ -68,11 +70,26 @@ func serveChild(raw string) {
 		fmt.Fprintln(os.Stderr, "bench server:", err)
 		os.Exit(2)
 	}
+	// Log as "chaperone serve" does (JSON, one access-log line per request at info), into a
+	// file in place of the terminal; warnings go to the terminal too.
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		fmt.Fprintln(os.Stderr, "bench server:", err)
+		os.Exit(1)
+	}
+	logFile, err := os.Create(filepath.Join(cfg.DataDir, "server.log"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench server:", err)
+		os.Exit(1)
+	}
+	defer logFile.Close()
+	log := slog.New(slog.NewMultiHandler(
+		slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: cfg.LogLevel}),
+		slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	a, err := app.Start(context.Background(), app.Config{
 		Addr:     "127.0.0.1:0",
 		DataDir:  cfg.DataDir,
 		Version:  "bench",
-		Logger:   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger:   log,
 		Limits:   cfg.Limits,
 		Engines:  []engine.Engine{enginetest.New(benchModels...)},
 		Slots:    cfg.Slots,
@@ -92,6 +109,8 @@ func serveChild(raw string) {
 		var st serverStats
 		switch cmd {
 		case "mem":
+			// Two collections: what sync.Pools held at the first is freed at the second.
+			runtime.GC()
 			debug.FreeOSMemory()
 			st = selfStats()
 		case "stats":

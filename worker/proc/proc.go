@@ -18,11 +18,12 @@
 //     child forks, and nothing else signals the group, so grandchildren are re-parented to
 //     init and keep running. Those that write output die of SIGPIPE at their next write,
 //     because the pipe's reader died with the worker; a silent one (a GPU kernel running,
-//     a sleeping helper) runs until it ends on its own. A restarted worker cannot safely
-//     kill them: it does not know their group, and a group id may be reused by then. Run
-//     the worker under systemd (the default KillMode=control-group kills the whole
-//     cgroup) or in a container (all processes die with the container's init) to cover
-//     this case.
+//     a sleeping helper) runs until it ends on its own. Exec cannot reach them then, and a
+//     group id may have been reused, so it does not try: the worker marks every process
+//     it starts with an environment variable and, when it restarts, kills the processes
+//     that carry its marker (package worker). Running the worker under systemd (the
+//     default KillMode=control-group kills the whole cgroup) or in a container covers the
+//     case from outside as well.
 //
 // It imports engine for the Command type and nothing else of chaperone's.
 package proc
@@ -207,6 +208,10 @@ func Exec(ctx context.Context, dir string, log io.Writer, c engine.Command) erro
 			terminate()
 			if outputDone {
 				kill()
+			} else if killSent && drainTimer == nil {
+				// The drain time ran out while the child was still dying (stuck in the
+				// kernel, say); give the output its drain time from now.
+				drainTimer = time.After(drainTimeout)
 			}
 		case <-streamed:
 			streamed, outputDone = nil, true
@@ -327,6 +332,11 @@ func (s *streamer) run(r *os.File) {
 			break
 		}
 	}
+	s.finish()
+}
+
+// finish ends the output: a last line without a terminator is still a line.
+func (s *streamer) finish() {
 	s.endCR()
 	if len(s.line) > 0 {
 		s.emit(false)

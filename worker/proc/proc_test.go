@@ -589,3 +589,55 @@ func (w *notifyWriter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// TestStreamerChunking feeds output split at every possible point, as a pipe may deliver
+// it, and expects the same lines and log as when it comes in one piece.
+func TestStreamerChunking(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		in    string
+		lines []string
+	}{
+		{"a\nb\n", []string{"a", "b"}},
+		{"a\r\nb", []string{"a", "b"}},
+		{"a\rb\r", []string{"a", "b"}},
+		{"\r\r\n\n", []string{"", "", ""}},
+		{"10%\r20%\r\ndone\n", []string{"10%", "20%", "done"}},
+		{"x", []string{"x"}},
+		{"", nil},
+	} {
+		for split := 0; split <= len(tt.in); split++ {
+			var log bytes.Buffer
+			var got []string
+			s := &streamer{log: &log, onLine: func(l string) { got = append(got, l) }}
+			s.feed([]byte(tt.in[:split]))
+			s.feed([]byte(tt.in[split:]))
+			s.finish()
+			if log.String() != tt.in || strings.Join(got, "|") != strings.Join(tt.lines, "|") || len(got) != len(tt.lines) {
+				t.Errorf("%q split at %d: lines %q log %q; want %q", tt.in, split, got, log.String(), tt.lines)
+			}
+		}
+	}
+}
+
+// FuzzStreamer checks the streamer's invariants on any output split anywhere: the log gets
+// every byte unchanged, and lines carry no terminators and respect MaxLine.
+func FuzzStreamer(f *testing.F) {
+	f.Add([]byte("a\r\nb\rc\n"), uint16(3))
+	f.Add([]byte("\r\r\n\n"), uint16(1))
+	f.Fuzz(func(t *testing.T, in []byte, split uint16) {
+		at := int(split) % (len(in) + 1)
+		var log bytes.Buffer
+		s := &streamer{log: &log, onLine: func(l string) {
+			if strings.ContainsAny(l, "\r\n") || len(l) > MaxLine {
+				t.Errorf("bad line %q", l)
+			}
+		}}
+		s.feed(in[:at])
+		s.feed(in[at:])
+		s.finish()
+		if !bytes.Equal(log.Bytes(), in) {
+			t.Errorf("log %q, want %q", log.Bytes(), in)
+		}
+	})
+}
