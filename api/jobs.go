@@ -236,7 +236,8 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 }
 
 // hold honours Prefer: wait: it returns as soon as the job is terminal, or when the hold
-// ends, with the job as it stands. It is woken by store notifications, never by polling.
+// ends, with the job as it stands then. It is woken by store notifications, never by
+// polling.
 func (s *Server) hold(r *http.Request, j *job.Job) (*job.Job, bool, error) {
 	d, ok := preferWait(r.Header.Values("Prefer"), s.cat.Limits.WaitDefaultSeconds, s.cat.Limits.WaitMaxSeconds)
 	if !ok {
@@ -245,32 +246,9 @@ func (s *Server) hold(r *http.Request, j *job.Job) (*job.Job, bool, error) {
 	if j.Status.Terminal() {
 		return j, true, nil
 	}
-	changed, stop := s.store.Watch(j.ID)
-	defer stop()
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	// Read once more after subscribing, so a change between the first read and the
-	// subscription is not missed.
-	for {
-		cur, err := s.store.GetJob(r.Context(), j.ID)
-		if errors.Is(err, job.ErrNotFound) {
-			return j, true, err
-		}
-		if err != nil {
-			return nil, true, err
-		}
-		j = cur
-		if j.Status.Terminal() {
-			return j, true, nil
-		}
-		select {
-		case <-changed:
-		case <-timer.C:
-			return j, true, nil
-		case <-r.Context().Done():
-			return j, true, nil
-		}
-	}
+	s.finishes.wait(r.Context(), j.ID, d)
+	cur, err := s.store.GetJob(context.WithoutCancel(r.Context()), j.ID)
+	return cur, true, err
 }
 
 // preferWait reads Prefer: wait (RFC 7240) as decisions say: bare wait holds def seconds,

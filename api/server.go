@@ -62,6 +62,7 @@ type Server struct {
 	now            func() time.Time
 	mux            *http.ServeMux
 	metrics        *metrics
+	finishes       *finishWatch
 }
 
 // New builds the server.
@@ -93,6 +94,7 @@ func New(cfg Config) *Server {
 		_, _ = rand.Read(s.sessionSecret)
 	}
 	s.metrics = newMetrics(s)
+	s.finishes = newFinishWatch(s.store)
 	s.routes()
 	return s
 }
