@@ -3,6 +3,7 @@ module github.com/chaperone-bio/chaperone
 go 1.26.8
 
 require (
+	github.com/goccy/go-yaml v1.19.2
 	github.com/pressly/goose/v3 v3.29.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3

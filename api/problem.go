@@ -34,6 +34,10 @@ var (
 		"The path exists but does not accept this HTTP method. The Allow header lists the methods it accepts."}
 	probConflict = problemKind{"conflict", http.StatusConflict, "Conflict",
 		"The job's current state does not allow this action: for example cancelling a job that already succeeded or failed, or downloading the archive of a job whose results are not ready. The detail names the state."}
+	probPrecondition = problemKind{"precondition-failed", http.StatusPreconditionFailed, "Precondition failed",
+		"The request named a version of a download (If-Match or If-Unmodified-Since) that is not the one the service holds. Fetch it again without the condition to get the current version and its ETag."}
+	probRange = problemKind{"range-not-satisfiable", http.StatusRequestedRangeNotSatisfiable, "Range not satisfiable",
+		"The Range header asks for bytes past the end of the file. The Content-Range header gives the file's length; a resumed download that already has that many bytes is complete."}
 	probTooLarge = problemKind{"payload-too-large", http.StatusRequestEntityTooLarge, "Payload too large",
 		"The request body is larger than the service accepts (8 MB by default; GET /v1/models lists the limit). Split the work into several jobs or shrink the input."}
 	probIdemReused = problemKind{"idempotency-key-reused", http.StatusUnprocessableEntity, "Idempotency key reused",
@@ -49,8 +53,8 @@ var (
 )
 
 var problemKinds = []problemKind{probInvalid, probUnauthorized, probNotFound, probMethod,
-	probConflict, probTooLarge, probIdemReused, probRateLimited, probAtCapacity,
-	probUnavailable, probInternal}
+	probConflict, probPrecondition, probTooLarge, probRange, probIdemReused, probRateLimited,
+	probAtCapacity, probUnavailable, probInternal}
 
 // problem is an RFC 9457 problem detail as chaperone sends it.
 type problem struct {

@@ -1,14 +1,19 @@
 package api
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"path"
+	"runtime"
 	"strings"
+	"time"
 
 	"github.com/chaperone-bio/chaperone/artifact"
 	"github.com/chaperone-bio/chaperone/job"
@@ -95,33 +100,101 @@ func (s *Server) archive(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	manifest, err := json.MarshalIndent(resultsView(j), "", "  ")
+	a, err := s.newArchive(r.Context(), j)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	ctx := r.Context()
+	w.Header().Set("Content-Type", "application/zip")
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": j.ID + ".zip"}))
+	s.serveDownload(w, r, j.ID, download{etag: a.etag, modified: j.FinishedAt, size: a.size, write: a.write})
+}
+
+// archiveFormat names the way archives are built. Anything that changes their bytes for
+// the same job (entry order, names, times, compression) must change it, so that no ETag
+// outlives the bytes it was given for.
+const archiveFormat = "chaperone-zip-1"
+
+// jobArchive is the zip of a succeeded job. It is built anew for every request, and its
+// bytes depend only on what the job produced: results.json, run.log and the manifest's
+// artifacts in that order, every entry dated at the job's finish, and the log cut at the
+// length it had when the ETag was made. That is what lets a range request (a resumed
+// download) be answered by building the archive again and skipping to the offset, and
+// lets the ETag promise the same bytes to every request that presents it.
+type jobArchive struct {
+	ctx     context.Context
+	entries []artifact.ZipEntry
+	etag    string
+}
+
+func (s *Server) newArchive(ctx context.Context, j *job.Job) (*jobArchive, error) {
+	manifest, err := json.MarshalIndent(resultsView(j), "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	manifest = append(manifest, '\n')
+	log, err := s.artifacts.OpenLog(ctx, j.ID)
+	if err != nil {
+		return nil, err
+	}
+	logInfo, err := log.Stat()
+	log.Close()
+	if err != nil {
+		return nil, err
+	}
+	// The log only grows, so its length pins its content. The Go version is in the tag
+	// because the deflate output of another build may differ.
+	logSize := logInfo.Size()
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n%s\n%s\n%d\n%d\n%x\nrun.log %d\n", archiveFormat, runtime.Version(), j.ID, j.Attempt,
+		j.FinishedAt.UnixNano(), sha256.Sum256(manifest), logSize)
+	mod := j.FinishedAt
 	entries := []artifact.ZipEntry{
-		{Name: "results.json", Open: func() (io.ReadCloser, error) {
-			return io.NopCloser(strings.NewReader(string(manifest) + "\n")), nil
+		{Name: "results.json", Modified: mod, Open: func() (io.ReadCloser, error) {
+			return io.NopCloser(bytes.NewReader(manifest)), nil
 		}},
-		{Name: "run.log", Open: func() (io.ReadCloser, error) { return s.artifacts.OpenLog(ctx, j.ID) }},
+		{Name: "run.log", Modified: mod, Open: func() (io.ReadCloser, error) {
+			f, err := s.artifacts.OpenLog(ctx, j.ID)
+			if err != nil {
+				return nil, err
+			}
+			return struct {
+				io.Reader
+				io.Closer
+			}{io.LimitReader(f, logSize), f}, nil
+		}},
 	}
 	for _, a := range j.Results.Artifacts {
-		entries = append(entries, artifact.ZipEntry{Name: a.Path, Open: func() (io.ReadCloser, error) {
+		f, err := s.artifacts.Open(ctx, j.ID, j.Attempt, a.Path)
+		if err != nil {
+			return nil, err
+		}
+		fi, err := f.Stat()
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(h, "%q %d %d\n", a.Path, fi.Size(), fi.ModTime().UnixNano())
+		entries = append(entries, artifact.ZipEntry{Name: a.Path, Modified: mod, Open: func() (io.ReadCloser, error) {
 			return s.artifacts.Open(ctx, j.ID, j.Attempt, a.Path)
 		}})
 	}
-	w.Header().Set("Content-Type", "application/zip")
-	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": j.ID + ".zip"}))
-	w.WriteHeader(http.StatusOK)
-	// Once streaming has begun the status is sent; a failure can only cut the stream
-	// short. Abort the response so the client sees a failed download, not a short file
-	// that looks complete, and log the cause for the operator.
-	if err := artifact.WriteZip(ctx, w, entries); err != nil && ctx.Err() == nil {
-		s.log.ErrorContext(ctx, "archive cut short", "job", j.ID, "request_id", requestID(ctx), "error", err.Error())
-		panic(http.ErrAbortHandler)
+	return &jobArchive{ctx: ctx, entries: entries, etag: fmt.Sprintf(`"%x"`, h.Sum(nil)[:16])}, nil
+}
+
+// size builds the archive once, to learn its length, which a 206 must state.
+func (a *jobArchive) size() (int64, error) {
+	var n byteCounter
+	err := artifact.WriteZip(a.ctx, &n, a.entries)
+	return int64(n), err
+}
+
+func (a *jobArchive) write(w io.Writer, off, n int64) error {
+	err := artifact.WriteZip(a.ctx, &sectionWriter{w: w, skip: off, left: n}, a.entries)
+	if errors.Is(err, errSectionDone) {
+		return nil
 	}
+	return err
 }
 
 func (s *Server) artifact(w http.ResponseWriter, r *http.Request) {
@@ -147,9 +220,37 @@ func (s *Server) artifact(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	w.Header().Set("Content-Type", contentType(p))
 	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(p)}))
-	copyOrLog(r.Context(), s, w, f, j.ID)
+	// Files of an attempt never change once the job has succeeded; a new attempt or a
+	// rewrite changes the tag.
+	etag := fmt.Sprintf(`"a%d-%x-%x"`, j.Attempt, fi.Size(), fi.ModTime().UnixNano())
+	s.serveDownload(w, r, j.ID, fileDownload(r.Context(), f, fi.Size(), etag, j.FinishedAt))
+}
+
+// fileDownload serves an open file of known size.
+func fileDownload(ctx context.Context, f io.ReadSeeker, size int64, etag string, modified time.Time) download {
+	return download{
+		etag:        etag,
+		modified:    modified,
+		size:        func() (int64, error) { return size, nil },
+		sizeIsCheap: true,
+		write: func(w io.Writer, off, n int64) error {
+			if _, err := f.Seek(off, io.SeekStart); err != nil {
+				return err
+			}
+			if n < 0 {
+				n = size - off
+			}
+			_, err := io.CopyN(w, artifact.ContextReader(ctx, f), n)
+			return err
+		},
+	}
 }
 
 // contentType is the media type of an artifact, by extension (interface §4.1).
@@ -167,6 +268,8 @@ func contentType(p string) string {
 	return "application/octet-stream"
 }
 
+// logs serves the run log as it stands. It has no validators, since it grows while the
+// job runs, but it takes a range: a follower reads from the offset it has reached.
 func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 	j, _, ok := s.ownedJob(w, r)
 	if !ok {
@@ -178,12 +281,11 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer f.Close()
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	copyOrLog(r.Context(), s, w, f, j.ID)
-}
-
-func copyOrLog(ctx context.Context, s *Server, w io.Writer, r io.Reader, jobID string) {
-	if _, err := io.Copy(w, r); err != nil && ctx.Err() == nil {
-		s.log.WarnContext(ctx, "download cut short", "job", jobID, "request_id", requestID(ctx), "error", err.Error())
+	fi, err := f.Stat()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	s.serveDownload(w, r, j.ID, fileDownload(r.Context(), f, fi.Size(), "", time.Time{}))
 }

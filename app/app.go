@@ -45,6 +45,9 @@ type Config struct {
 	WorkerID string // default "local-<hostname>"
 	Engines  []engine.Engine
 	Tools    engine.Tools
+	// MSAServerURL is the alignment server the engines were configured with, shown in the
+	// catalog; default catalog.DefaultMSAServer.
+	MSAServerURL string
 	// Queue timing; tests shorten them.
 	LeaseTTL    time.Duration // default 30 s
 	Heartbeat   time.Duration // default 1 s
@@ -89,8 +92,10 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	}
 	sweepOrphans(ctx, st, arts, log)
 
+	cat := catalog.New(cfg.Limits)
+	cat.MSAServer = cfg.MSAServerURL
 	srv := api.New(api.Config{
-		Catalog:        catalog.New(cfg.Limits),
+		Catalog:        cat,
 		Store:          st,
 		Artifacts:      arts,
 		Logger:         log,
@@ -129,12 +134,13 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 			return nil, err
 		}
 		w := worker.New(worker.Config{
-			ID:      cfg.WorkerID,
-			Slots:   cfg.Slots,
-			Engines: reg,
-			Tools:   cfg.Tools,
-			Queue:   &worker.Local{Store: st, Artifacts: arts, MaxAttempts: cfg.MaxAttempts},
-			WorkDir: filepath.Join(cfg.DataDir, "work"),
+			ID:       cfg.WorkerID,
+			Slots:    cfg.Slots,
+			Engines:  reg,
+			Tools:    cfg.Tools,
+			Queue:    &worker.Local{Store: st, Artifacts: arts, MaxAttempts: cfg.MaxAttempts},
+			WorkDir:  filepath.Join(cfg.DataDir, "work"),
+			CacheDir: filepath.Join(cfg.DataDir, "cache"),
 			Runtime: map[job.Kind]time.Duration{
 				job.PredictKind: cfg.Limits.PredictRuntime,
 				job.DesignKind:  cfg.Limits.DesignRuntime,
@@ -189,6 +195,9 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.MSAServerURL == "" {
+		cfg.MSAServerURL = catalog.DefaultMSAServer
 	}
 	if cfg.Limits == (catalog.Limits{}) {
 		cfg.Limits = catalog.DefaultLimits()

@@ -24,8 +24,15 @@ type Record struct {
 // UTF-8, sequence data before the first header, a header without an id and a record without
 // sequence are errors that name their 1-based line.
 func ParseFASTA(text string) ([]Record, error) {
+	records, _, err := parseFASTA(text)
+	return records, err
+}
+
+// parseFASTA is ParseFASTA that also returns the line of each record's header.
+func parseFASTA(text string) ([]Record, []int, error) {
 	var (
 		records []Record
+		lines   []int
 		seq     strings.Builder
 		header  int // line of the open record's header; 0 when no record is open
 	)
@@ -46,7 +53,7 @@ func ParseFASTA(text string) ([]Record, error) {
 		n++
 		if !utf8.ValidString(line) {
 			// Whitespace removal could otherwise join stray bytes into new characters.
-			return nil, fmt.Errorf("line %d: not valid UTF-8 text", n)
+			return nil, nil, fmt.Errorf("line %d: not valid UTF-8 text", n)
 		}
 		line = strings.TrimSpace(line) // also drops the '\r' of CRLF
 		switch {
@@ -54,7 +61,7 @@ func ParseFASTA(text string) ([]Record, error) {
 			continue
 		case line[0] == '>':
 			if err := closeRecord(); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			rest := strings.TrimSpace(line[1:])
 			id, desc := rest, ""
@@ -62,13 +69,14 @@ func ParseFASTA(text string) ([]Record, error) {
 				id, desc = rest[:k], strings.TrimSpace(rest[k:])
 			}
 			if id == "" {
-				return nil, fmt.Errorf("line %d: header has no id (write >name before any description)", n)
+				return nil, nil, fmt.Errorf("line %d: header has no id (write >name before any description)", n)
 			}
 			records = append(records, Record{ID: id, Description: desc})
+			lines = append(lines, n)
 			header = n
 		default:
 			if header == 0 {
-				return nil, fmt.Errorf("line %d: sequence data before the first '>' header", n)
+				return nil, nil, fmt.Errorf("line %d: sequence data before the first '>' header", n)
 			}
 			for _, f := range strings.Fields(line) {
 				seq.WriteString(f)
@@ -76,10 +84,10 @@ func ParseFASTA(text string) ([]Record, error) {
 		}
 	}
 	if err := closeRecord(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(records) == 0 {
-		return nil, fmt.Errorf("no FASTA record (a record starts with a '>' header line)")
+		return nil, nil, fmt.Errorf("no FASTA record (a record starts with a '>' header line)")
 	}
-	return records, nil
+	return records, lines, nil
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/chaperone-bio/chaperone/bio"
 	"github.com/chaperone-bio/chaperone/job"
 )
 
@@ -17,7 +18,15 @@ type Catalog struct {
 	Models    []Model
 	Protocols []Protocol
 	Limits    Limits
+	// MSAServer is the alignment server that use_msa_server sends protein sequences to, as
+	// the operator configured the workers; the catalog shows it so that callers know where
+	// their sequences go.
+	MSAServer string
 }
+
+// DefaultMSAServer is the public ColabFold MMseqs2 server, the default of every upstream
+// tool that aligns on a server.
+const DefaultMSAServer = "https://api.colabfold.com"
 
 // Model is one model of the interface.
 type Model struct {
@@ -36,6 +45,9 @@ type Model struct {
 	Params       []Param
 	// Fast says what `fast` does for this model, shown in the catalog.
 	Fast string
+	// rules are the model's own input rules beyond its capabilities, where its upstream
+	// tool would otherwise fail on the input or silently read it differently.
+	rules func(cx *bio.Complex, params map[string]any) error
 }
 
 // Capabilities are what a model can take as input or give as output.
@@ -47,6 +59,8 @@ type Capabilities struct {
 	Constraints      bool `json:"constraints"`
 	PAE              bool `json:"pae"`
 	ModifiedResidues bool `json:"modified_residues"`
+	Templates        bool `json:"templates"` // structure templates for protein chains
+	Cyclic           bool `json:"cyclic"`    // cyclic polymer chains
 }
 
 // ParamType is the JSON type a param takes.

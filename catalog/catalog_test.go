@@ -75,8 +75,9 @@ func TestCapabilities(t *testing.T) {
 	c := Default()
 	for _, m := range c.Models {
 		caps := m.Capabilities
-		if (caps.Affinity || caps.Constraints) != (m.ID == "boltz2") {
-			t.Errorf("%s: affinity %v, constraints %v; only boltz2 has them", m.ID, caps.Affinity, caps.Constraints)
+		if (caps.Affinity || caps.Constraints || caps.Templates || caps.Cyclic) != (m.ID == "boltz2") {
+			t.Errorf("%s: affinity %v, constraints %v, templates %v, cyclic %v; only boltz2 has them", m.ID,
+				caps.Affinity, caps.Constraints, caps.Templates, caps.Cyclic)
 		}
 		if m.Kind == job.EmbedKind && caps != (Capabilities{}) {
 			t.Errorf("%s: an embedding model claims %+v", m.ID, caps)

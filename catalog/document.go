@@ -9,6 +9,8 @@ type CatalogDoc struct {
 	Models     []ModelDoc    `json:"models"`
 	Protocols  []ProtocolDoc `json:"protocols"`
 	Limits     LimitsDoc     `json:"limits"`
+	// MSAServer is where use_msa_server sends protein sequences.
+	MSAServer string `json:"msa_server"`
 }
 
 // ModelDoc describes one model.
@@ -62,6 +64,7 @@ func (c *Catalog) Document(available map[string]bool) CatalogDoc {
 	d := CatalogDoc{
 		Object:     "catalog",
 		APIVersion: APIVersion,
+		MSAServer:  c.MSAServer,
 		Models:     make([]ModelDoc, 0, len(c.Models)),
 		Protocols:  make([]ProtocolDoc, 0, len(c.Protocols)),
 		Limits: LimitsDoc{

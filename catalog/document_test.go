@@ -28,11 +28,11 @@ func keys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }
 func TestDocumentShape(t *testing.T) {
 	t.Parallel()
 	doc := documentJSON(t, map[string]bool{"boltz2": true, "esmc-300m": true, "nope": true})
-	if got, want := keys(doc), []string{"api_version", "limits", "models", "object", "protocols"}; !slices.Equal(got, want) {
+	if got, want := keys(doc), []string{"api_version", "limits", "models", "msa_server", "object", "protocols"}; !slices.Equal(got, want) {
 		t.Fatalf("top-level keys %v, want %v", got, want)
 	}
-	if doc["object"] != "catalog" || doc["api_version"] != "1.0.0" {
-		t.Errorf("object %v, api_version %v", doc["object"], doc["api_version"])
+	if doc["object"] != "catalog" || doc["api_version"] != "1.0.0" || doc["msa_server"] != DefaultMSAServer {
+		t.Errorf("object %v, api_version %v, msa_server %v", doc["object"], doc["api_version"], doc["msa_server"])
 	}
 
 	var ids []string
@@ -50,7 +50,7 @@ func TestDocumentShape(t *testing.T) {
 		if got, want := m["available"], id == "boltz2" || id == "esmc-300m"; got != want {
 			t.Errorf("%s: available %v, want %v", id, got, want)
 		}
-		capKeys := []string{"affinity", "constraints", "ligands", "modified_residues", "msa", "nucleic_acids", "pae"}
+		capKeys := []string{"affinity", "constraints", "cyclic", "ligands", "modified_residues", "msa", "nucleic_acids", "pae", "templates"}
 		if got := keys(m["capabilities"].(map[string]any)); !slices.Equal(got, capKeys) {
 			t.Errorf("%s: capabilities %v, want %v", id, got, capKeys)
 		}

@@ -25,7 +25,7 @@ func New(l Limits) *Catalog {
 			lv.Field(i).Set(dv.Field(i))
 		}
 	}
-	c := &Catalog{Models: models(l), Protocols: protocols(), Limits: l}
+	c := &Catalog{Models: models(l), Protocols: protocols(), Limits: l, MSAServer: DefaultMSAServer}
 	for i := range c.Models {
 		m := &c.Models[i]
 		if m.Kind == job.EmbedKind {
@@ -111,11 +111,11 @@ func predictParams(id string, msa msaUse, recycles, steps int) []Param {
 	var msaDesc string
 	switch msa {
 	case msaOn:
-		msaDesc = "Align each protein chain on the operator's MSA server (the sequence leaves this service " +
-			"unless that server is self-hosted); false folds single-sequence."
+		msaDesc = "Align each protein chain on the operator's MSA server (msa_server above; the sequence leaves " +
+			"this service unless that server is self-hosted); false folds single-sequence."
 	case msaOff:
 		msaDesc = "Off by default: " + id + " folds single-sequence. True aligns each protein chain on " +
-			"the operator's MSA server first (the sequence leaves this service unless that server is self-hosted)."
+			"the operator's MSA server first (msa_server above; the sequence leaves this service unless that server is self-hosted)."
 	case msaNever:
 		msaDesc = id + " is single-sequence only: the key is accepted as false, and true is rejected."
 	}
@@ -145,7 +145,7 @@ func models(l Limits) []Model {
 	predictCaps := Capabilities{MSA: true, Ligands: true, NucleicAcids: true, PAE: true, ModifiedResidues: true}
 	proteinOnly := Capabilities{MSA: true, PAE: true, ModifiedResidues: true}
 	boltz2 := predictCaps
-	boltz2.Affinity, boltz2.Constraints = true, true
+	boltz2.Affinity, boltz2.Constraints, boltz2.Templates, boltz2.Cyclic = true, true, true, true
 	esmfold2Fast := proteinOnly
 	esmfold2Fast.MSA = false
 
@@ -157,8 +157,10 @@ func models(l Limits) []Model {
 		{
 			ID: "boltz2", Kind: job.PredictKind, Name: "Boltz-2", Tool: "boltz", MaxResidues: fold,
 			Capabilities: boltz2, Params: predictParams("boltz2", msaOn, 3, 200),
-			Fast: "On: cuEquivariance fused kernels (upstream's default); off: --no_kernels. " +
-				"Precision is bf16-mixed either way, as upstream fixes it.",
+			Fast: "On: cuEquivariance fused triangle kernels (upstream's default; Boltz uses them on GPUs of " +
+				"compute capability 8.0 or newer); off: --no_kernels. Precision is bf16-mixed either way, as upstream " +
+				"fixes it, and steps and samples are never cut.",
+			rules: boltzRules,
 		},
 		{
 			ID: "esmfold2", Kind: job.PredictKind, Name: "ESMFold2", Tool: "esm", MaxResidues: fold,

@@ -22,10 +22,9 @@ const maxItemName = 64
 
 // NewPredict validates a prediction request and returns the job it creates, without ID,
 // owner, status or times. Targets without a name are named target1, target2, … by their
-// 1-based position in the list. Errors are *job.InvalidError.
-//
-// Only sizes are checked here for input and target content; parsing FASTA and Boltz YAML
-// (chains, ligands, capabilities) belongs to the input normaliser.
+// 1-based position in the list. Every target is parsed (FASTA or Boltz YAML, see
+// Complexes) and checked against the caps and the model's capabilities; the job keeps the
+// input as sent. Errors are *job.InvalidError.
 func (c *Catalog) NewPredict(r *PredictRequest) (*job.Job, error) {
 	m, err := c.pickModel(job.PredictKind, r.Model, DefaultPredictModel)
 	if err != nil {
@@ -60,7 +59,30 @@ func (c *Catalog) NewPredict(r *PredictRequest) (*job.Job, error) {
 	if j.Params, err = acceptParams(m, r.Params); err != nil {
 		return nil, err
 	}
+	complexes, err := Complexes(j.Input)
+	if err != nil {
+		return nil, err
+	}
+	for i, cx := range complexes {
+		if err := c.checkComplex(m, cx, j.Params); err != nil {
+			return nil, invalid(inputField(j.Input, i), err)
+		}
+	}
+	if err := checkArtifactNames(j.Input.Targets); err != nil {
+		return nil, err
+	}
 	return j, nil
+}
+
+// inputField is the request field that holds the i-th target of a prediction.
+func inputField(in job.Input, i int) string {
+	switch {
+	case in.Sequence != "":
+		return "sequence"
+	case in.Input != "":
+		return "input"
+	}
+	return fmt.Sprintf("targets[%d].content", i)
 }
 
 func (c *Catalog) targets(in []job.Target) ([]job.Target, error) {

@@ -110,21 +110,21 @@ func TestNewPredictJob(t *testing.T) {
 		},
 		{
 			name: "targets keep their names; missing ones are named by position",
-			body: `{"model": "openfold3", "targets": [{"content": ">a\nMK"}, {"name": "Lys-1.b_2", "content": "sequences: []"}, {"content": "x"}]}`,
+			body: `{"model": "openfold3", "targets": [{"content": ">a\nMK"}, {"name": "Lys-1.b_2", "content": "sequences: [{protein: {id: A, sequence: MK}}]"}, {"content": ">b\nGG"}]}`,
 			want: job.Job{
 				Kind: job.PredictKind, Model: "openfold3", RunModel: "openfold3", Total: 3,
 				Input: job.Input{Targets: []job.Target{
-					{Name: "target1", Content: ">a\nMK"}, {Name: "Lys-1.b_2", Content: "sequences: []"}, {Name: "target3", Content: "x"},
+					{Name: "target1", Content: ">a\nMK"}, {Name: "Lys-1.b_2", Content: "sequences: [{protein: {id: A, sequence: MK}}]"}, {Name: "target3", Content: ">b\nGG"},
 				}},
 				Params: map[string]any{"use_msa_server": true, "fast": true, "diffusion_samples": 1, "output_format": "cif"},
 			},
 		},
 		{
 			name: "a caller may give the name its position would get",
-			body: `{"targets": [{"name": "target1", "content": "x"}, {"content": "y"}]}`,
+			body: `{"targets": [{"name": "target1", "content": ">x\nMK"}, {"content": ">y\nMK"}]}`,
 			want: job.Job{
 				Kind: job.PredictKind, Model: "boltz2", RunModel: "boltz2", Total: 2,
-				Input:  job.Input{Targets: []job.Target{{Name: "target1", Content: "x"}, {Name: "target2", Content: "y"}}},
+				Input:  job.Input{Targets: []job.Target{{Name: "target1", Content: ">x\nMK"}, {Name: "target2", Content: ">y\nMK"}}},
 				Params: map[string]any{"use_msa_server": true, "fast": true, "diffusion_samples": 1, "output_format": "cif"},
 			},
 		},

@@ -32,6 +32,7 @@ func TestMain(m *testing.M) {
 		return
 	}
 	code := m.Run()
+	removeCLIBinary()
 	if code == 0 && flag.Lookup("test.run").Value.String() == "" {
 		code = reportUncovered()
 	}

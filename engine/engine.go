@@ -33,7 +33,11 @@ type Tools map[string]string
 type Run struct {
 	Job     *job.Job
 	WorkDir string // empty folder owned by this run
-	Tools   Tools
+	// CacheDir is a folder of this engine on this worker that outlives the job, for results
+	// worth reusing on later jobs (alignments, for example); empty when the worker keeps
+	// none. Runs of several slots share it, so writes into it must be atomic.
+	CacheDir string
+	Tools    Tools
 	// Log receives the run log: the tool's output and the engine's own notes.
 	Log io.Writer
 	// Report records progress; the worker forwards it to the store.

@@ -31,6 +31,9 @@ type Config struct {
 	Tools   engine.Tools
 	Queue   Queue
 	WorkDir string // parent of the per-job work folders
+	// CacheDir is the parent of the engines' cache folders, which outlive jobs and restarts
+	// (see engine.Run.CacheDir); empty for none.
+	CacheDir string
 	// Runtime caps a job per kind; Stall fails a job that shows no progress and no log
 	// output for that long. Zero means no cap.
 	Runtime map[job.Kind]time.Duration
@@ -306,12 +309,17 @@ func (w *Worker) execute(ctx context.Context, j *job.Job, workDir string, jl *jo
 	w.loaded[j.RunModel] = time.Now()
 	w.mu.Unlock()
 	t.report(job.Progress{Stage: job.StageStarting, Total: j.Total})
+	var cacheDir string
+	if w.cfg.CacheDir != "" {
+		cacheDir = filepath.Join(w.cfg.CacheDir, eng.Name())
+	}
 	return eng.Run(ctx, &engine.Run{
-		Job:     j,
-		WorkDir: workDir,
-		Tools:   w.cfg.Tools,
-		Log:     jl,
-		Report:  t.report,
+		Job:      j,
+		WorkDir:  workDir,
+		CacheDir: cacheDir,
+		Tools:    w.cfg.Tools,
+		Log:      jl,
+		Report:   t.report,
 		Exec: func(ctx context.Context, c engine.Command) error {
 			c.Env = append(c.Env[:len(c.Env):len(c.Env)], runMarker+"="+absWorkDir)
 			return proc.Exec(ctx, workDir, jl, c)

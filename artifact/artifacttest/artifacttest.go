@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"slices"
 	"strings"
 	"sync"
@@ -44,6 +45,8 @@ func Run(t *testing.T, open func(t *testing.T) artifact.Store) {
 		{"LogAppendOrder", testLogOrder},
 		{"LogConcurrentAppend", testLogConcurrent},
 		{"LogReadWhileAppending", testLogReadWhileAppending},
+		{"SeekAndStat", testSeekAndStat},
+		{"LogSnapshotSeekAndStat", testLogSnapshot},
 		{"DeleteAttempt", testDeleteAttempt},
 		{"DeleteJob", testDeleteJob},
 		{"Jobs", testJobs},
@@ -466,6 +469,102 @@ func testLogReadWhileAppending(t *testing.T, s artifact.Store) {
 		}
 		checkLog(t, r, writers)
 	}
+}
+
+// testSeekAndStat covers what range requests need of a File: a size, a seek to any
+// offset, and a size and modification time that stay the same from one Open to the next,
+// since the HTTP layer builds its ETag from them.
+func testSeekAndStat(t *testing.T, s artifact.Store) {
+	id := job.NewID()
+	const content = "0123456789abcdef"
+	MustPut(t, s, id, 1, "t1.cif", content)
+	stat := func() iofs.FileInfo {
+		t.Helper()
+		f, err := s.Open(t.Context(), id, 1, "t1.cif")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			t.Fatalf("Stat: %v", err)
+		}
+		return fi
+	}
+	first, second := stat(), stat()
+	if first.Size() != int64(len(content)) {
+		t.Errorf("Stat().Size() = %d, want %d", first.Size(), len(content))
+	}
+	if second.Size() != first.Size() || !second.ModTime().Equal(first.ModTime()) {
+		t.Errorf("two Opens of an unchanged file stat differently: %d %v, then %d %v",
+			first.Size(), first.ModTime(), second.Size(), second.ModTime())
+	}
+
+	f, err := s.Open(t.Context(), id, 1, "t1.cif")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, off := range []int64{10, 0, 16, 3} {
+		if pos, err := f.Seek(off, io.SeekStart); err != nil || pos != off {
+			t.Fatalf("Seek(%d) = %d, %v", off, pos, err)
+		}
+		if got := readAll(t, f); got != content[off:] {
+			t.Errorf("read after Seek(%d) = %q, want %q", off, got, content[off:])
+		}
+	}
+	if end, err := f.Seek(0, io.SeekEnd); err != nil || end != int64(len(content)) {
+		t.Errorf("Seek(0, SeekEnd) = %d, %v; want %d", end, err, len(content))
+	}
+}
+
+// testLogSnapshot: an opened log keeps the size it had when opened, seeks within it, and
+// a missing log is an empty File.
+func testLogSnapshot(t *testing.T, s artifact.Store) {
+	ctx := t.Context()
+	id := job.NewID()
+	empty, err := s.OpenLog(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := empty.Stat(); err != nil || fi.Size() != 0 {
+		t.Errorf("missing log: Stat() = %v, %v; want size 0", fi, err)
+	}
+	if got := readAll(t, empty); got != "" {
+		t.Errorf("missing log reads %q", got)
+	}
+	empty.Close()
+
+	if err := s.AppendLog(ctx, id, []byte("first line\n")); err != nil {
+		t.Fatal(err)
+	}
+	f, err := s.OpenLog(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := s.AppendLog(ctx, id, []byte("second line\n")); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := f.Stat()
+	if err != nil || fi.Size() != int64(len("first line\n")) {
+		t.Fatalf("Stat() of a log opened before an append = %v, %v; want the size when opened", fi, err)
+	}
+	if _, err := f.Seek(6, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, f); got != "line\n" {
+		t.Errorf("read after Seek(6) = %q, want %q", got, "line\n")
+	}
+}
+
+func readAll(t *testing.T, r io.Reader) string {
+	t.Helper()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	return string(b)
 }
 
 func testDeleteAttempt(t *testing.T, s artifact.Store) {

@@ -127,7 +127,7 @@ func (s *Store) Put(ctx context.Context, jobID string, attempt int, p string, r 
 
 // Open returns the file, or an error wrapping artifact.ErrNotFound when it does not exist
 // or its name is not one that Put could have written.
-func (s *Store) Open(ctx context.Context, jobID string, attempt int, p string) (io.ReadCloser, error) {
+func (s *Store) Open(ctx context.Context, jobID string, attempt int, p string) (artifact.File, error) {
 	name, err := filePath(jobID, attempt, p)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", artifact.ErrNotFound, err)
@@ -198,7 +198,7 @@ func (s *Store) AppendLog(ctx context.Context, jobID string, p []byte) error {
 
 // OpenLog returns the log as it stood when OpenLog was called: its length is fixed then,
 // so the reader ends at the boundary of a whole append even while appends continue.
-func (s *Store) OpenLog(ctx context.Context, jobID string) (io.ReadCloser, error) {
+func (s *Store) OpenLog(ctx context.Context, jobID string) (artifact.File, error) {
 	if !job.ValidID(jobID) {
 		return nil, fmt.Errorf("%w: %w", artifact.ErrNotFound, badJob(jobID))
 	}
@@ -220,15 +220,52 @@ func (s *Store) OpenLog(ctx context.Context, jobID string) (io.ReadCloser, error
 	mu.Unlock()
 	if err != nil {
 		if notExist(err) {
-			return io.NopCloser(strings.NewReader("")), nil
+			return emptyLog{strings.NewReader("")}, nil
 		}
 		return nil, fmt.Errorf("open log: %w", err)
 	}
-	return struct {
-		io.Reader
-		io.Closer
-	}{io.LimitReader(f, size), f}, nil
+	return &logSnapshot{SectionReader: io.NewSectionReader(f, 0, size), f: f}, nil
 }
+
+// logSnapshot is the first size bytes of a log that may grow while it is read.
+type logSnapshot struct {
+	*io.SectionReader
+	f *os.File
+}
+
+func (l *logSnapshot) Close() error { return l.f.Close() }
+
+func (l *logSnapshot) Stat() (iofs.FileInfo, error) {
+	fi, err := l.f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	return snapshotInfo{FileInfo: fi, size: l.Size()}, nil
+}
+
+// snapshotInfo reports the size of the snapshot, not of the file as it is now.
+type snapshotInfo struct {
+	iofs.FileInfo
+	size int64
+}
+
+func (i snapshotInfo) Size() int64 { return i.size }
+
+// emptyLog is the log of a job that has written none yet.
+type emptyLog struct{ *strings.Reader }
+
+func (emptyLog) Close() error { return nil }
+
+func (emptyLog) Stat() (iofs.FileInfo, error) { return emptyInfo{}, nil }
+
+type emptyInfo struct{}
+
+func (emptyInfo) Name() string        { return logName }
+func (emptyInfo) Size() int64         { return 0 }
+func (emptyInfo) Mode() iofs.FileMode { return filePerm }
+func (emptyInfo) ModTime() time.Time  { return time.Time{} }
+func (emptyInfo) IsDir() bool         { return false }
+func (emptyInfo) Sys() any            { return nil }
 
 // DeleteJob removes the job's folder; a job with no files is not an error.
 func (s *Store) DeleteJob(ctx context.Context, jobID string) error {

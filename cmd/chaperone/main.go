@@ -1,7 +1,11 @@
-// Command chaperone is the chaperone server and its administration commands:
+// Command chaperone is the chaperone server, its administration commands, and the
+// command-line client of the API:
 //
 //	chaperone serve               the API and an in-process worker
 //	chaperone keys create|list|revoke
+//	chaperone predict|design|embed   submit a job; --wait, --out DIR
+//	chaperone jobs list|get|wait|cancel|delete|results|logs|download
+//	chaperone models
 //	chaperone version
 package main
 
@@ -41,7 +45,23 @@ Usage:
   chaperone keys revoke ID|NAME       revoke a key
   chaperone version
 
-Run "chaperone serve -h" for the server's flags.
+Client of a chaperone server (--server or CHAPERONE_URL, default http://127.0.0.1:8080;
+--api-key or CHAPERONE_API_KEY; --json for JSON output):
+  chaperone predict --sequence S | --input FILE | --target FILE...  [--model M] [--param K=V]... [--wait] [--out DIR]
+  chaperone design --protocol P --spec FILE | --structure FILE --contig C  [--param K=V]... [--wait] [--out DIR]
+  chaperone embed --sequence S | --input FASTA  [--model M] [--pool P] [--format F] [--wait] [--out DIR]
+  chaperone jobs list [--limit N] [--cursor C] [--all]
+  chaperone jobs get|wait|cancel|delete|results ID
+  chaperone jobs logs ID [--follow]
+  chaperone jobs download ID [--out DIR] [--zip] [--artifact PATH]...
+  chaperone models                    models, protocols and whether a worker can run them
+
+Exit codes of the client: 0 success; 1 the job failed or was canceled (or another
+error); 2 usage, or input rejected (400, 409, 413, 422); 3 authentication (401);
+4 not found (404); 5 rate-limited after retries (429); 6 server unreachable or
+unavailable (503).
+
+Run "chaperone serve -h" or "chaperone jobs list -h" (any command) for its flags.
 `
 
 func main() {
@@ -59,6 +79,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = serve(args[1:], stderr)
 	case "keys":
 		err = keys(args[1:], stdout, stderr)
+	case "predict", "design", "embed", "jobs", "models":
+		return clientCommand(args, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, version)
 	case "-h", "--help", "help":

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -76,9 +77,42 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"serve", "--limit", "no_such_limit=3"},
 		{"serve", "--tool", "boltz"},
 		{"serve", "--trusted-proxy", "not-a-cidr"},
+		{"jobs"},
+		{"jobs", "frobnicate"},
+		{"jobs", "get"},
+		{"jobs", "get", "a", "b"},
+		{"jobs", "list", "--limit", "many"},
+		{"predict"},
+		{"predict", "--sequence", "MK", "--input", "x.fasta"},
+		{"predict", "--sequence", "MK", "--param", "fast"},
+		{"predict", "--input", "/nonexistent/x.fasta"},
+		{"design", "--spec", "x.yaml"},
+		{"design", "--protocol", "protein-anything"},
+		{"embed"},
+		{"models", "extra"},
+		{"models", "--server", "localhost:8080"},
+		{"models", "--retries", "-1"},
 	} {
 		if code, _, _ := chaperone(t, args...); code != 2 {
 			t.Errorf("chaperone %v exited %d, want 2", args, code)
+		}
+	}
+}
+
+func TestParamValuesAreJSONWhenTheyParse(t *testing.T) {
+	params := map[string]any{}
+	for _, kv := range []string{"a=3", "b=false", "c=pdb", "d=0.5", `e="x y"`, "f=[1,2]", "g=", "h=a=b"} {
+		if err := parseParam(params, kv); err != nil {
+			t.Fatalf("parseParam(%q): %v", kv, err)
+		}
+	}
+	want := map[string]any{"a": 3.0, "b": false, "c": "pdb", "d": 0.5, "e": "x y", "f": []any{1.0, 2.0}, "g": "", "h": "a=b"}
+	if !reflect.DeepEqual(params, want) {
+		t.Errorf("params = %v, want %v", params, want)
+	}
+	for _, bad := range []string{"fast", "=3"} {
+		if err := parseParam(params, bad); err == nil {
+			t.Errorf("parseParam(%q) succeeded", bad)
 		}
 	}
 }

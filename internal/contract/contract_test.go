@@ -13,7 +13,10 @@ import (
 const (
 	jobID  = "0123456789abcdef0123456789abcdef"
 	jobURL = "/v1/jobs/" + jobID
-	errURL = "http://127.0.0.1:8080/errors/"
+	// etag and lastModified are validators as the server sends them on downloads.
+	etag         = `"a1-8-1850a7f2c4e3d000"`
+	lastModified = "Fri, 02 Jan 2026 03:04:07 GMT"
+	errURL       = "http://127.0.0.1:8080/errors/"
 )
 
 // mustLoad returns a fresh Checker of the real document, so coverage never leaks between
@@ -139,7 +142,7 @@ func okRow(over map[string]any) map[string]any {
 func catalog() []byte {
 	param := map[string]any{"type": "integer", "default": 1, "min": 1, "max": 5, "description": "Samples."}
 	caps := map[string]any{"msa": true, "ligands": true, "nucleic_acids": true, "affinity": true,
-		"constraints": true, "pae": true, "modified_residues": true}
+		"constraints": true, "pae": true, "modified_residues": true, "templates": true, "cyclic": true}
 	limits := map[string]any{}
 	for _, k := range []string{"residue_ceiling", "chains_per_complex", "ligands_per_complex",
 		"constraints_per_complex", "targets_per_job", "max_content_chars", "structure_chars",
@@ -151,7 +154,7 @@ func catalog() []byte {
 		limits[k] = 1
 	}
 	return object(map[string]any{
-		"object": "catalog", "api_version": "1.0.0",
+		"object": "catalog", "api_version": "1.0.0", "msa_server": "https://api.colabfold.com",
 		"models": []any{
 			map[string]any{"id": "boltz2", "kind": "predict", "name": "Boltz-2", "available": true,
 				"max_residues": 1024, "capabilities": caps, "fast": "bf16 kernels",
@@ -231,18 +234,37 @@ func TestCheckPasses(t *testing.T) {
 				"artifacts": []any{artifact("s1.npz", "s1", "embedding")},
 				"sequences": []any{map[string]any{"id": "s1", "length": 12, "file": "s1.npz"}}})},
 		{name: "archive", method: "GET", path: jobURL + "/archive", status: 200,
-			header: hdr("Content-Type", "application/zip", "Content-Disposition", `attachment; filename="`+jobID+`.zip"`),
-			body:   []byte("PK\x03\x04")},
+			header: hdr("Content-Type", "application/zip", "Content-Disposition", `attachment; filename="`+jobID+`.zip"`,
+				"ETag", etag, "Accept-Ranges", "bytes", "Last-Modified", lastModified),
+			body: []byte("PK\x03\x04")},
 		{name: "archive HEAD", method: "HEAD", path: jobURL + "/archive", status: 200,
-			header: hdr("Content-Type", "application/zip", "Content-Disposition", `attachment; filename="`+jobID+`.zip"`)},
+			header: hdr("Content-Type", "application/zip", "Content-Disposition", `attachment; filename="`+jobID+`.zip"`,
+				"ETag", etag, "Accept-Ranges", "bytes")},
+		{name: "archive range", method: "GET", path: jobURL + "/archive", status: 206,
+			header: hdr("Content-Type", "application/zip", "Content-Disposition", `attachment; filename="`+jobID+`.zip"`,
+				"ETag", etag, "Accept-Ranges", "bytes", "Content-Range", "bytes 2-3/4"),
+			body: []byte("\x03\x04")},
+		{name: "archive not modified", method: "GET", path: jobURL + "/archive", status: 304, header: hdr("ETag", etag)},
 		{name: "archive not ready", method: "GET", path: jobURL + "/archive", status: 409,
 			header: hdr("Content-Type", ctProblem), body: problem("conflict", 409, nil)},
+		{name: "archive precondition", method: "GET", path: jobURL + "/archive", status: 412,
+			header: hdr("Content-Type", ctProblem), body: problem("precondition-failed", 412, nil)},
+		{name: "archive past the end", method: "GET", path: jobURL + "/archive", status: 416,
+			header: hdr("Content-Type", ctProblem, "Content-Range", "bytes */4"), body: problem("range-not-satisfiable", 416, nil)},
 		{name: "artifact nested", method: "GET", path: jobURL + "/artifacts/t1/sub/t1_sample_1.cif", status: 200,
-			header: hdr("Content-Type", "chemical/x-cif"), body: []byte("data_t1\n")},
+			header: hdr("Content-Type", "chemical/x-cif", "ETag", etag, "Accept-Ranges", "bytes"), body: []byte("data_t1\n")},
 		{name: "artifact json", method: "GET", path: jobURL + "/artifacts/t1/confidence.json", status: 200,
-			header: hdr("Content-Type", "application/json; charset=utf-8"), body: []byte(`{"ptm":0.8}`)},
+			header: hdr("Content-Type", "application/json; charset=utf-8", "ETag", etag, "Accept-Ranges", "bytes"), body: []byte(`{"ptm":0.8}`)},
+		{name: "artifact range", method: "GET", path: jobURL + "/artifacts/t1.cif", status: 206,
+			header: hdr("Content-Type", "chemical/x-cif", "ETag", etag, "Accept-Ranges", "bytes", "Content-Range", "bytes 5-7/8"),
+			body:   []byte("t1\n")},
 		{name: "logs", method: "GET", path: jobURL + "/logs", status: 200,
-			header: hdr("Content-Type", "text/plain; charset=utf-8"), body: []byte("starting\n")},
+			header: hdr("Content-Type", "text/plain; charset=utf-8", "Accept-Ranges", "bytes"), body: []byte("starting\n")},
+		{name: "logs from an offset", method: "GET", path: jobURL + "/logs", status: 206,
+			header: hdr("Content-Type", "text/plain; charset=utf-8", "Accept-Ranges", "bytes", "Content-Range", "bytes 9-17/18"),
+			body:   []byte("finished\n")},
+		{name: "logs nothing new", method: "GET", path: jobURL + "/logs", status: 416,
+			header: hdr("Content-Type", ctProblem, "Content-Range", "bytes */18"), body: problem("range-not-satisfiable", 416, nil)},
 		{name: "metrics", method: "GET", path: "/metrics", status: 200,
 			header: hdr("Content-Type", "text/plain; version=0.0.4; charset=utf-8"), body: []byte("# HELP x\n")},
 		{name: "error page", method: "GET", path: "/errors/not-found", status: 200,
@@ -337,7 +359,17 @@ func TestCheckFailures(t *testing.T) {
 			body:    results("predict", map[string]any{"rows": []any{}, "artifacts": []any{map[string]any{"path": "a", "target": "", "type": "structure"}}}),
 			wantErr: []string{"body does not match"}},
 		{name: "archive without disposition", method: "GET", path: jobURL + "/archive", status: 200,
-			header: hdr("Content-Type", "application/zip"), wantErr: []string{"missing required header Content-Disposition"}},
+			header: hdr("Content-Type", "application/zip", "ETag", etag, "Accept-Ranges", "bytes"), wantErr: []string{"missing required header Content-Disposition"}},
+		{name: "artifact without ETag", method: "GET", path: jobURL + "/artifacts/t1.cif", status: 200,
+			header: hdr("Content-Type", "chemical/x-cif", "Accept-Ranges", "bytes"), wantErr: []string{"missing required header ETag"}},
+		{name: "weak ETag", method: "GET", path: jobURL + "/artifacts/t1.cif", status: 200,
+			header: hdr("Content-Type", "chemical/x-cif", "Accept-Ranges", "bytes", "ETag", `W/"x"`), wantErr: []string{"header ETag"}},
+		{name: "206 without Content-Range", method: "GET", path: jobURL + "/artifacts/t1.cif", status: 206,
+			header: hdr("Content-Type", "chemical/x-cif", "Accept-Ranges", "bytes", "ETag", etag), wantErr: []string{"missing required header Content-Range"}},
+		{name: "416 without the length", method: "GET", path: jobURL + "/logs", status: 416,
+			header: hdr("Content-Type", ctProblem, "Content-Range", "bytes 0-1/*"), body: problem("range-not-satisfiable", 416, nil),
+			wantErr: []string{"header Content-Range"}},
+		{name: "304 on the log", method: "GET", path: jobURL + "/logs", status: 304, wantErr: []string{"status 304 not documented"}},
 		{name: "unknown path not 404", method: "GET", path: "/v1/nothing", status: 200, header: hdr("Content-Type", ctJSON),
 			wantErr: []string{"no documented path matches"}},
 		{name: "undeclared method not 405", method: "PATCH", path: jobURL, status: 200, header: hdr("Content-Type", ctJSON),

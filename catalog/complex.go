@@ -1,0 +1,202 @@
+package catalog
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/chaperone-bio/chaperone/bio"
+	"github.com/chaperone-bio/chaperone/job"
+)
+
+// SingleTarget is the name of the one target of a prediction given as sequence or input.
+const SingleTarget = "target1"
+
+// Complexes parses the input of a prediction job into its targets, in order: the one
+// target of sequence or input, named SingleTarget, or one per target under its name. Each
+// is a checked bio.Complex; errors are *job.InvalidError naming the field. Parsing is
+// deterministic, so an engine calls it again on a stored job rather than the job storing a
+// second copy of its input.
+func Complexes(in job.Input) ([]*bio.Complex, error) {
+	switch {
+	case in.Sequence != "":
+		cx, err := bio.ProteinComplex(SingleTarget, in.Sequence)
+		if err != nil {
+			return nil, invalid("sequence", err)
+		}
+		return []*bio.Complex{cx}, nil
+	case in.Input != "":
+		cx, err := bio.ParseInput(SingleTarget, in.Input)
+		if err != nil {
+			return nil, invalid("input", err)
+		}
+		return []*bio.Complex{cx}, nil
+	}
+	out := make([]*bio.Complex, len(in.Targets))
+	for i, t := range in.Targets {
+		cx, err := bio.ParseInput(t.Name, t.Content)
+		if err != nil {
+			return nil, invalid(fmt.Sprintf("targets[%d].content", i), err)
+		}
+		out[i] = cx
+	}
+	return out, nil
+}
+
+// checkComplex checks one parsed target against the caps and against what the model can
+// take; errors are placed in the input where a place exists.
+func (c *Catalog) checkComplex(m *Model, cx *bio.Complex, params map[string]any) error {
+	l := c.Limits
+	switch n := cx.NumChains(); {
+	case n > l.ChainsPerComplex:
+		return fmt.Errorf("has %d chains, over the cap of %d (chains_per_complex)", n, l.ChainsPerComplex)
+	case cx.NumLigands() > l.LigandsPerComplex:
+		return fmt.Errorf("has %d ligand chains, over the cap of %d (ligands_per_complex)", cx.NumLigands(), l.LigandsPerComplex)
+	case len(cx.Constraints) > l.ConstraintsPerComplex:
+		return fmt.Errorf("has %d constraints, over the cap of %d (constraints_per_complex)", len(cx.Constraints), l.ConstraintsPerComplex)
+	case cx.NumResidues() > m.MaxResidues:
+		return fmt.Errorf("has %d residues over all its chains; %s takes at most %d (max_residues)", cx.NumResidues(), m.ID, m.MaxResidues)
+	}
+	if err := c.checkCapabilities(m, cx); err != nil {
+		return err
+	}
+	if params["output_format"] == "pdb" {
+		for _, e := range cx.Entities {
+			for _, id := range e.IDs {
+				if len(id) > 1 {
+					return bio.Errorf(e.Pos, "chain %s: the PDB format holds one character per chain id; "+
+						"name the chains with one letter or digit, or send output_format cif", id)
+				}
+			}
+		}
+	}
+	if m.rules != nil {
+		return m.rules(cx, params)
+	}
+	return nil
+}
+
+// checkCapabilities refuses any part of the input the model cannot take, naming the
+// models that can.
+func (c *Catalog) checkCapabilities(m *Model, cx *bio.Complex) error {
+	caps := m.Capabilities
+	refuse := func(pos bio.Pos, what string, can func(Capabilities) bool) error {
+		return bio.Errorf(pos, "%s, which %s does not take; models that do: %s", what, m.ID, strings.Join(c.predictModelsWith(can), ", "))
+	}
+	for _, e := range cx.Entities {
+		switch {
+		case e.Kind == bio.Ligand && !caps.Ligands:
+			return refuse(e.Pos, "chain "+e.IDs[0]+" is a ligand", func(c Capabilities) bool { return c.Ligands })
+		case (e.Kind == bio.DNA || e.Kind == bio.RNA) && !caps.NucleicAcids:
+			return refuse(e.Pos, "chain "+e.IDs[0]+" is "+strings.ToUpper(string(e.Kind)), func(c Capabilities) bool { return c.NucleicAcids })
+		case len(e.Modifications) > 0 && !caps.ModifiedResidues:
+			return refuse(e.Pos, "chain "+e.IDs[0]+" has modified residues", func(c Capabilities) bool { return c.ModifiedResidues })
+		case e.Cyclic && !caps.Cyclic:
+			return refuse(e.Pos, "chain "+e.IDs[0]+" is cyclic", func(c Capabilities) bool { return c.Cyclic })
+		case e.MSA.Source == bio.MSAInline && !caps.MSA:
+			return refuse(e.Pos, "chain "+e.IDs[0]+" has an alignment", func(c Capabilities) bool { return c.MSA })
+		}
+	}
+	switch {
+	case len(cx.Constraints) > 0 && !caps.Constraints:
+		return refuse(cx.Constraints[0].Pos, "the input has constraints", func(c Capabilities) bool { return c.Constraints })
+	case len(cx.Templates) > 0 && !caps.Templates:
+		return refuse(cx.Templates[0].Pos, "the input has templates", func(c Capabilities) bool { return c.Templates })
+	case cx.Affinity != nil && !caps.Affinity:
+		return refuse(cx.Affinity.Pos, "the input asks for affinity", func(c Capabilities) bool { return c.Affinity })
+	}
+	return nil
+}
+
+// predictModelsWith lists the prediction models that have a capability.
+func (c *Catalog) predictModelsWith(can func(Capabilities) bool) []string {
+	var ids []string
+	for _, m := range c.Models {
+		if m.Kind == job.PredictKind && can(m.Capabilities) {
+			ids = append(ids, m.ID)
+		}
+	}
+	return ids
+}
+
+// Boltz's supported range for pocket and contact distances (docs/prediction.md).
+const boltzMinDistance, boltzMaxDistance = 4, 20
+
+// boltzRules are what Boltz-2 itself requires of an input beyond the schema
+// (src/boltz/data/parse/schema.py):
+//   - entries with the same type and sequence are one entity to Boltz, which takes the
+//     modifications and cyclic flag of the first for all and fails unless their MSAs agree;
+//   - one target cannot mix an alignment the caller sent with one searched on the server;
+//   - pocket and contact distances are supported between 4 and 20 Å.
+func boltzRules(cx *bio.Complex, params map[string]any) error {
+	for i, e := range cx.Entities {
+		if !e.Kind.Polymer() {
+			continue
+		}
+		for _, prev := range cx.Entities[:i] {
+			if prev.Kind != e.Kind || prev.Sequence != e.Sequence {
+				continue
+			}
+			if prev.MSA != e.MSA || prev.Cyclic != e.Cyclic || !slices.Equal(prev.Modifications, e.Modifications) {
+				return bio.Errorf(e.Pos, "chains %s and %s have the same sequence, and Boltz reads them as copies of one "+
+					"molecule, so they must have the same msa, modifications and cyclic; list both ids on one entry "+
+					"(id: [%s, %s]) or make those fields agree", prev.IDs[0], e.IDs[0], prev.IDs[0], e.IDs[0])
+			}
+		}
+	}
+	if params["use_msa_server"] == true {
+		var inline, auto *bio.Entity
+		for i := range cx.Entities {
+			e := &cx.Entities[i]
+			switch {
+			case e.Kind != bio.Protein:
+			case e.MSA.Source == bio.MSAInline && inline == nil:
+				inline = e
+			case e.MSA.Source == bio.MSAAuto && auto == nil:
+				auto = e
+			}
+		}
+		if inline != nil && auto != nil {
+			return bio.Errorf(auto.Pos, "chain %s would be aligned on the MSA server while chain %s has the alignment you "+
+				"sent, and Boltz cannot mix the two in one target: send an alignment for %s too, write msa: empty for it, "+
+				"or send use_msa_server false to fold it single-sequence", auto.IDs[0], inline.IDs[0], auto.IDs[0])
+		}
+	}
+	for _, k := range cx.Constraints {
+		d := 0.0
+		switch {
+		case k.Pocket != nil:
+			d = k.Pocket.MaxDistance
+		case k.Contact != nil:
+			d = k.Contact.MaxDistance
+		}
+		if d != 0 && (d < boltzMinDistance || d > boltzMaxDistance) {
+			return bio.Errorf(k.Pos, "max_distance %g is outside the %d to %d Å that Boltz supports", d, boltzMinDistance, boltzMaxDistance)
+		}
+	}
+	return nil
+}
+
+// samplePattern matches the names that extra samples of a target take (<target>_sample_<k>).
+var samplePattern = regexp.MustCompile(`^(.+)_sample_[0-9]+$`)
+
+// checkArtifactNames refuses a target name that another target's artifacts would also
+// take: <target>_sample_<k>.cif holds the k-th further sample of <target>.
+func checkArtifactNames(targets []job.Target) error {
+	names := map[string]int{}
+	for i, t := range targets {
+		names[strings.ToLower(t.Name)] = i
+	}
+	for i, t := range targets {
+		m := samplePattern.FindStringSubmatch(t.Name)
+		if m == nil {
+			continue
+		}
+		if j, ok := names[strings.ToLower(m[1])]; ok {
+			return job.Invalid(fmt.Sprintf("targets[%d].name", i), "%q is the name of the further samples of targets[%d] (%s_sample_<k>.cif); rename it",
+				t.Name, j, targets[j].Name)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,51 @@
+// Package boltztest provides a stand-in for the boltz command, for tests of the boltz
+// engine: a small program (./boltz) that accepts exactly the options of Boltz's
+// `boltz predict` (an unknown one is click's usage error), reads the YAML inputs, and
+// writes Boltz's output layout, file names and JSON keys with made-up numbers. Target
+// names choose how it misbehaves, as the prefixes below say. It is a fixture: tests build
+// and use it; a running chaperone never does.
+package boltztest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+)
+
+// Behaviours, chosen by the start of a target's name (its input file's stem):
+//
+//	skip…    processing fails, and the stand-in prints Boltz's "Failed to process … Skipping"
+//	oom…     the structure loop runs out of memory on it (Boltz goes on and exits 0)
+//	affoom…  the affinity loop runs out of memory on it
+//	crash…   the run dies with a traceback and exit status 1 when it reaches the target
+//	slow…    the structure loop takes 30 s on it, printing progress, with a helper process
+//	         that ignores SIGTERM (its pid in hang.pid in the working folder)
+const (
+	Skip        = "skip"
+	OOM         = "oom"
+	AffinityOOM = "affoom"
+	Crash       = "crash"
+	Slow        = "slow"
+)
+
+// Build compiles the stand-in into dir and returns the path of the boltz executable.
+func Build(dir string) (string, error) {
+	_, here, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", fmt.Errorf("boltztest: cannot locate the stand-in's source")
+	}
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		goCmd = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	out := filepath.Join(dir, "boltz")
+	cmd := exec.Command(goCmd, "build", "-o", out, ".")
+	cmd.Dir = filepath.Join(filepath.Dir(here), "boltz")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("boltztest: building the stand-in: %v\n%s", err, b)
+	}
+	return out, nil
+}
