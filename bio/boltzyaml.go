@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"strings"
 	"unicode/utf8"
 
@@ -16,9 +17,10 @@ import (
 )
 
 const (
-	// maxYAMLNodes bounds the values one YAML input may expand to through anchors and
-	// aliases: far above any real input, low enough that an alias bomb fails at once.
-	maxYAMLNodes = 200_000
+	// visitsPerByte bounds the values one YAML input may expand to through anchors and
+	// aliases, in proportion to its length: the reader looks at a value a few times, and
+	// without aliases no text has more values than bytes. An alias bomb fails at once.
+	visitsPerByte = 10
 	// maxFlowDepth bounds the nesting of flow collections ([…] and {…}). The YAML parser
 	// takes time quadratic in it, and Boltz's schema nests three deep at most.
 	maxFlowDepth = 32
@@ -70,7 +72,8 @@ func parseBoltzYAML(name, text string) (*Complex, error) {
 	case len(docs) > 1:
 		return nil, Errorf(nodePos(docs[1].Body), "the input holds %d YAML documents; send each as its own target", len(docs))
 	}
-	r := &yamlReader{c: &Complex{Name: name}, chains: chainTable{}}
+	r := &yamlReader{c: &Complex{Name: name}, chains: chainTable{}, anchors: map[string][]*ast.AnchorNode{},
+		budget: visitsPerByte * (len(text) + 100)}
 	ast.Walk(r, docs[0])
 	if err := r.document(docs[0].Body); err != nil {
 		return nil, err
@@ -82,14 +85,15 @@ func parseBoltzYAML(name, text string) (*Complex, error) {
 type yamlReader struct {
 	c       *Complex
 	chains  chainTable
-	anchors []*ast.AnchorNode // in document order
-	visits  int
+	anchors map[string][]*ast.AnchorNode // by name, in document order
+	budget  int                          // values left to look at
 }
 
 // Visit collects the anchors of the document, for resolving aliases (ast.Visitor).
 func (r *yamlReader) Visit(n ast.Node) ast.Visitor {
 	if a, ok := n.(*ast.AnchorNode); ok {
-		r.anchors = append(r.anchors, a)
+		name := a.Name.GetToken().Value
+		r.anchors[name] = append(r.anchors[name], a)
 	}
 	return r
 }
@@ -109,11 +113,11 @@ func nodePos(n ast.Node) Pos {
 }
 
 // resolve looks through anchors, tags and aliases to the value a node stands for. Every
-// call counts against maxYAMLNodes, which also ends an alias that refers to itself.
+// call counts against the budget, which also ends an alias that refers to itself.
 func (r *yamlReader) resolve(n ast.Node) (ast.Node, error) {
 	for {
-		if r.visits++; r.visits > maxYAMLNodes {
-			return nil, Errorf(nodePos(n), "the YAML expands to more than %d values (through anchors and aliases)", maxYAMLNodes)
+		if r.budget--; r.budget < 0 {
+			return nil, Errorf(nodePos(n), "the YAML expands to too many values through anchors and aliases")
 		}
 		switch v := n.(type) {
 		case *ast.AnchorNode:
@@ -121,18 +125,16 @@ func (r *yamlReader) resolve(n ast.Node) (ast.Node, error) {
 		case *ast.TagNode:
 			n = v.Value
 		case *ast.AliasNode:
+			// An alias refers to the last anchor of its name before it; a name may be
+			// anchored again, so search by position rather than take the last.
 			name := v.Value.GetToken().Value
 			offset := v.GetToken().Position.Offset
-			var target ast.Node
-			for _, a := range r.anchors {
-				if a.Name.GetToken().Value == name && a.GetToken().Position.Offset < offset {
-					target = a.Value
-				}
-			}
-			if target == nil {
+			same := r.anchors[name]
+			i := sort.Search(len(same), func(i int) bool { return same[i].GetToken().Position.Offset >= offset })
+			if i == 0 {
 				return nil, Errorf(nodePos(v), "alias *%s refers to no anchor &%s before it", name, name)
 			}
-			n = target
+			n = same[i-1].Value
 		default:
 			return n, nil
 		}
@@ -414,7 +416,11 @@ func (r *yamlReader) document(body ast.Node) error {
 		if !ok {
 			continue
 		}
-		if null, err := r.isNull(f.value); err != nil || null {
+		null, err := r.isNull(f.value)
+		if err != nil {
+			return err
+		}
+		if null {
 			continue
 		}
 		items, err := r.list(f.value, part.key)
@@ -566,8 +572,8 @@ func (r *yamlReader) polymer(e *Entity, f map[string]yamlField, path string) err
 }
 
 // msa reads a protein's msa setting: missing or empty means the server, "empty" means
-// single-sequence, text of several lines is an inline alignment, and anything else is a
-// path, which the service refuses to read.
+// single-sequence, text with a line break (a YAML block, msa: |) is an inline alignment,
+// and anything else is a path, which the service refuses to read.
 func (r *yamlReader) msa(n ast.Node, seq, path string) (MSA, error) {
 	rn, err := r.resolve(n)
 	if err != nil {
@@ -584,7 +590,7 @@ func (r *yamlReader) msa(n ast.Node, seq, path string) (MSA, error) {
 		return MSA{}, nil
 	case strings.EqualFold(strings.TrimSpace(s), "empty"):
 		return MSA{Source: MSANone}, nil
-	case !strings.Contains(strings.TrimSpace(s), "\n"):
+	case !strings.Contains(s, "\n"):
 		return MSA{}, Errorf(nodePos(rn), "%s: %s", path, msaPathRefusal(s))
 	}
 	format, err := inlineMSA(s, seq)
@@ -818,13 +824,16 @@ func (r *yamlReader) token(n ast.Node, path string) (Token, error) {
 	if err != nil {
 		return Token{}, err
 	}
+	where, err := r.resolve(items[1])
+	if err != nil {
+		return Token{}, err
+	}
+	_, isInt := where.(*ast.IntegerNode)
 	if e.Kind == Ligand {
-		if n, err := r.resolve(items[1]); err == nil {
-			if _, isInt := n.(*ast.IntegerNode); isInt {
-				return Token{}, Errorf(nodePos(n), "%s: chain %s is a ligand, so name one of its atoms (like C1), not a residue index", path, chain)
-			}
+		if isInt {
+			return Token{}, Errorf(nodePos(where), "%s: chain %s is a ligand, so name one of its atoms (like C1), not a residue index", path, chain)
 		}
-		name, npos, err := r.text(items[1], path+"[1]")
+		name, npos, err := r.text(where, path+"[1]")
 		if err != nil {
 			return Token{}, err
 		}
@@ -833,9 +842,12 @@ func (r *yamlReader) token(n ast.Node, path string) (Token, error) {
 		}
 		return Token{Chain: chain, Atom: name}, nil
 	}
-	res, rpos, err := r.integer(items[1], path+"[1]")
+	if !isInt {
+		return Token{}, Errorf(nodePos(where), "%s: chain %s is a %s, so give a residue index (1 to %d)", path, chain, e.Kind, e.Residues())
+	}
+	res, rpos, err := r.integer(where, path+"[1]")
 	if err != nil {
-		return Token{}, Errorf(rpos, "%s: chain %s is a %s, so give a residue index (1 to %d)", path, chain, e.Kind, e.Residues())
+		return Token{}, err
 	}
 	if res < 1 || res > e.Residues() {
 		return Token{}, Errorf(rpos, "%s: chain %s has residues 1 to %d, not %d", path, chain, e.Residues(), res)
@@ -871,7 +883,7 @@ func (r *yamlReader) template(item ast.Node, path string) error {
 	if err != nil {
 		return err
 	}
-	if !strings.Contains(strings.TrimSpace(text), "\n") {
+	if !strings.Contains(text, "\n") {
 		return Errorf(pos, "%s.%s %q is a path to a file, and the service never reads files on the server; "+
 			"paste the structure itself as text in a YAML block (%s: |)", path, src.key, text, src.key)
 	}
@@ -946,9 +958,16 @@ func (r *yamlReader) property(item ast.Node, path string) error {
 	if r.c.Affinity != nil {
 		return Errorf(top.pos, "%s: only one affinity property per target is supported", path)
 	}
-	binder, pos, err := r.text(bf.value, path+".binder")
+	bn, err := r.resolve(bf.value)
 	if err != nil {
-		return Errorf(nodePos(bf.value), "%s.binder must name one ligand chain", path)
+		return err
+	}
+	if _, isList := bn.(*ast.SequenceNode); isList {
+		return Errorf(nodePos(bn), "%s.binder must name one ligand chain, not a list", path)
+	}
+	binder, pos, err := r.text(bn, path+".binder")
+	if err != nil {
+		return err
 	}
 	e, err := r.chainOf(binder, pos, path+".binder")
 	switch {

@@ -1,5 +1,9 @@
-// Package bio reads the biological text formats that chaperone accepts from callers: FASTA,
-// protein sequences, rfd3 contig strings, and a first look at PDB or mmCIF structure text.
-// It only parses and checks; it knows nothing of jobs, HTTP or the catalog, and imports
-// nothing of chaperone's.
+// Package bio reads the biological text formats that chaperone accepts from callers and
+// turns prediction inputs into one normalised form, the Complex, that every prediction
+// engine translates from. Formats: FASTA (plain, or with Boltz's >ID|TYPE|MSA headers),
+// Boltz's input YAML (its whole schema, read with positioned errors), protein, DNA and RNA
+// sequences, SMILES syntax, inline alignments (A3M and Boltz's CSV), rfd3 contig strings,
+// and a first look at PDB or mmCIF structure text. It only parses and checks; it knows
+// nothing of jobs, HTTP, models or the catalog, imports nothing of chaperone's, and never
+// reads a file an input names.
 package bio

@@ -22,7 +22,7 @@ func inlineMSA(text, query string) (string, error) {
 			continue
 		case strings.HasPrefix(t, ">"):
 			return A3M, checkA3M(text, query)
-		case strings.ReplaceAll(t, " ", "") == "key,sequence" || strings.ReplaceAll(t, " ", "") == "sequence,key":
+		case t == "key,sequence" || t == "sequence,key":
 			return CSV, checkMSACSV(text, query)
 		}
 		break
@@ -66,7 +66,7 @@ func checkMSACSV(text, query string) error {
 		fields := strings.Split(t, ",")
 		if keyCol < 0 {
 			keyCol = 0
-			if strings.TrimSpace(fields[0]) == "sequence" {
+			if fields[0] == "sequence" {
 				keyCol = 1
 			}
 			continue
@@ -74,7 +74,11 @@ func checkMSACSV(text, query string) error {
 		if len(fields) != 2 {
 			return fmt.Errorf("alignment line %d: has %d fields; each row is key,sequence", n, len(fields))
 		}
-		key, seq := strings.TrimSpace(fields[keyCol]), strings.TrimSpace(fields[1-keyCol])
+		// pandas, which reads the file for Boltz, would keep spaces as part of a field.
+		if strings.ContainsAny(t, " \t") {
+			return fmt.Errorf("alignment line %d: CSV fields take no spaces", n)
+		}
+		key, seq := fields[keyCol], fields[1-keyCol]
 		if _, err := strconv.Atoi(key); key != "" && err != nil {
 			return fmt.Errorf("alignment line %d: key %q is not an integer", n, key)
 		}

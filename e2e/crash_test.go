@@ -33,6 +33,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	removeCLIBinary()
+	removeStandIn()
 	if code == 0 && flag.Lookup("test.run").Value.String() == "" {
 		code = reportUncovered()
 	}

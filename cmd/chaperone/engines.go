@@ -1,8 +1,29 @@
 package main
 
-import "github.com/chaperone-bio/chaperone/engine"
+import (
+	"fmt"
+	"net/url"
+	"strings"
 
-// builtinEngines are the engines of real upstream tools that this build offers. The first,
-// boltz for boltz2, comes with its own issue; until then the server runs with none, and
-// every create answers 503 naming the missing tool.
-func builtinEngines() []engine.Engine { return nil }
+	"github.com/chaperone-bio/chaperone/app"
+	"github.com/chaperone-bio/chaperone/engine"
+	"github.com/chaperone-bio/chaperone/engine/boltz"
+)
+
+// builtinEngines are the engines of real upstream tools that this build offers, set up
+// for this machine: its GPUs, and the operator's alignment server.
+func builtinEngines(msaServer string) []engine.Engine {
+	return []engine.Engine{
+		boltz.New(boltz.Config{MSAServerURL: msaServer, GPU: app.GPUCount() > 0}),
+	}
+}
+
+// msaServerURL checks the --msa-server setting and returns it without a trailing slash,
+// as the tools append their endpoints to it.
+func msaServerURL(s string) (string, error) {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("--msa-server: want the http or https URL of a ColabFold-compatible MMseqs2 server, got %q", s)
+	}
+	return strings.TrimRight(s, "/"), nil
+}

@@ -203,7 +203,7 @@ func (e *Engine) Run(ctx context.Context, run *engine.Run) (*engine.Output, erro
 	started := time.Now()
 	err = run.Exec(ctx, engine.Command{Path: path, Args: args, OnLine: mon.line})
 	o := &outcome{dir: filepath.Join(out, "boltz_results_inputs"), ext: ext, samples: samples, mon: mon,
-		crash: err, started: started, wall: time.Since(started)}
+		crash: err, wall: time.Since(started)}
 	if ctx.Err() != nil || errors.Is(err, exec.ErrNotFound) {
 		return nil, err
 	}

@@ -38,9 +38,8 @@ type outcome struct {
 	ext     string // structure file extension: cif or pdb
 	samples int
 	mon     *monitor
-	crash   error // boltz exited unsuccessfully
-	started time.Time
-	wall    time.Duration
+	crash   error         // boltz exited unsuccessfully
+	wall    time.Duration // how long boltz ran
 }
 
 // result is one target's row and files, and when its loops finished, for runtime_s.

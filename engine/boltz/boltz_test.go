@@ -1,0 +1,537 @@
+package boltz
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chaperone-bio/chaperone/bio"
+	"github.com/chaperone-bio/chaperone/catalog"
+	"github.com/chaperone-bio/chaperone/engine"
+	"github.com/chaperone-bio/chaperone/engine/boltz/boltztest"
+	"github.com/chaperone-bio/chaperone/job"
+	"github.com/chaperone-bio/chaperone/worker/proc"
+)
+
+// standIn is the path of the stand-in boltz, built once for the package's tests.
+var standIn string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "boltz-stand-in-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	standIn, err = boltztest.Build(dir)
+	code := 1
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	} else {
+		code = m.Run()
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+const server = "https://msa.example.org"
+
+// lockedBuffer is a log that the streaming goroutine and the engine may both write, and
+// that a test can wait on.
+type lockedBuffer struct {
+	mu      sync.Mutex
+	b       bytes.Buffer
+	changed chan struct{} // closed and replaced at every write
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.changed != nil {
+		close(l.changed)
+		l.changed = nil
+	}
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// waitFor waits until the log holds s.
+func (l *lockedBuffer) waitFor(t *testing.T, s string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		l.mu.Lock()
+		found := strings.Contains(l.b.String(), s)
+		if l.changed == nil {
+			l.changed = make(chan struct{})
+		}
+		changed := l.changed
+		l.mu.Unlock()
+		if found {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("the log did not show %q within %s:\n%s", s, timeout, l.String())
+		}
+	}
+}
+
+// harness is one engine run against the stand-in.
+type harness struct {
+	t        *testing.T
+	engine   *Engine
+	cacheDir string
+	log      lockedBuffer
+	mu       sync.Mutex
+	reports  []job.Progress
+	workDir  string
+}
+
+func newHarness(t *testing.T) *harness {
+	return &harness{t: t, engine: New(Config{MSAServerURL: server}), cacheDir: t.TempDir()}
+}
+
+// newJob validates a request as the API does and returns its job with params as the
+// store gives them back (numbers from JSON are float64).
+func newJob(t *testing.T, req string) *job.Job {
+	t.Helper()
+	var r catalog.PredictRequest
+	if err := catalog.Decode([]byte(req), &r); err != nil {
+		t.Fatal(err)
+	}
+	j, err := catalog.Default().NewPredict(&r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(j.Params)
+	j.Params = nil
+	if err := json.Unmarshal(b, &j.Params); err != nil {
+		t.Fatal(err)
+	}
+	j.ID = "0123456789abcdef0123456789abcdef"
+	return j
+}
+
+func (h *harness) run(ctx context.Context, j *job.Job) (*engine.Output, error) {
+	h.t.Helper()
+	h.workDir = h.t.TempDir()
+	return h.runIn(ctx, j, h.workDir)
+}
+
+func (h *harness) runIn(ctx context.Context, j *job.Job, workDir string) (*engine.Output, error) {
+	return h.engine.Run(ctx, &engine.Run{
+		Job: j, WorkDir: workDir, CacheDir: h.cacheDir, Tools: engine.Tools{"boltz": standIn}, Log: &h.log,
+		Report: func(p job.Progress) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.reports = append(h.reports, p)
+		},
+		Exec: func(ctx context.Context, c engine.Command) error { return proc.Exec(ctx, workDir, &h.log, c) },
+	})
+}
+
+func (h *harness) mustRun(j *job.Job) *engine.Output {
+	h.t.Helper()
+	out, err := h.run(context.Background(), j)
+	if err != nil {
+		h.t.Fatalf("run: %v\nlog:\n%s", err, h.log.String())
+	}
+	return out
+}
+
+// args is the command line the stand-in was given, from its first line of output.
+func (h *harness) args() string {
+	for line := range strings.Lines(h.log.String()) {
+		if rest, ok := strings.CutPrefix(line, "[boltz stand-in] predict "); ok {
+			return strings.TrimSpace(rest)
+		}
+	}
+	h.t.Fatalf("the stand-in did not run:\n%s", h.log.String())
+	return ""
+}
+
+func (h *harness) stages() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, p := range h.reports {
+		if len(out) == 0 || out[len(out)-1] != p.Stage {
+			out = append(out, p.Stage)
+		}
+	}
+	return out
+}
+
+func paths(files []engine.File) map[string]string {
+	m := map[string]string{}
+	for _, f := range files {
+		m[f.Path] = f.Type
+	}
+	return m
+}
+
+func TestRunOneProtein(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	out := h.mustRun(newJob(t, `{"sequence": "MKTAYIAKQRQISFVKSHFSRQ"}`))
+
+	args := h.args()
+	for _, want := range []string{"--accelerator cpu", "--diffusion_samples 1", "--output_format mmcif", "--override",
+		"--use_msa_server --msa_server_url " + server} {
+		if !strings.Contains(args, want) {
+			t.Errorf("args %q lack %q", args, want)
+		}
+	}
+	for _, absent := range []string{"--recycling_steps", "--sampling_steps", "--no_kernels"} {
+		if strings.Contains(args, absent) {
+			t.Errorf("args %q have %s, which the job left to Boltz", args, absent)
+		}
+	}
+	if got, want := h.stages(), []string{job.StageMSA, job.StageInference}; !reflect.DeepEqual(got, want) {
+		t.Errorf("stages %v, want %v", got, want)
+	}
+	if last := h.reports[len(h.reports)-1]; *last.Fraction != 1 || last.Done != 1 || last.Total != 1 {
+		t.Errorf("last progress %+v (fraction %v), want 1 of 1 done", last, *last.Fraction)
+	}
+	if len(out.Rows) != 1 {
+		t.Fatalf("rows %v", out.Rows)
+	}
+	row := out.Rows[0]
+	for k, want := range map[string]any{"id": "target1", "status": "ok", "n_chains": 1, "n_residues": 22, "samples": 1, "msa": true, "iptm": nil} {
+		if row[k] != want {
+			t.Errorf("row[%s] = %v, want %v", k, row[k], want)
+		}
+	}
+	for _, k := range []string{"plddt", "ptm", "complex_plddt", "confidence_score", "complex_iplddt", "complex_pde", "complex_ipde", "runtime_s"} {
+		if _, ok := row[k].(float64); !ok {
+			t.Errorf("row[%s] = %v (%T), want a number", k, row[k], row[k])
+		}
+	}
+	if p := row["plddt"].(float64); p <= 0 || p > 1 || p != row["complex_plddt"] {
+		t.Errorf("plddt %v, complex_plddt %v", p, row["complex_plddt"])
+	}
+	want := map[string]string{
+		"target1.cif": job.ArtifactStructure,
+		"target1/confidence_target1_model_0.json": job.ArtifactConfidence,
+		"target1/plddt_target1_model_0.npz":       job.ArtifactConfidence,
+		"target1/pde_target1_model_0.npz":         job.ArtifactConfidence,
+		"target1/pae_target1_model_0.npz":         job.ArtifactPAE,
+	}
+	if got := paths(out.Files); !reflect.DeepEqual(got, want) {
+		t.Errorf("files %v, want %v", got, want)
+	}
+	for _, f := range out.Files {
+		if _, err := os.Stat(f.Local); err != nil || f.Target != "target1" {
+			t.Errorf("file %+v: %v", f, err)
+		}
+	}
+	if b, _ := os.ReadFile(out.Files[0].Local); bio.StructureFormat(string(b)) != bio.MMCIF {
+		t.Errorf("best structure is not mmCIF: %.80q", b)
+	}
+}
+
+func TestRunParams(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	out := h.mustRun(newJob(t, `{"sequence": "MKTAYIAK", "params": {"recycling_steps": 4, "sampling_steps": 50,
+		"diffusion_samples": 3, "output_format": "pdb", "fast": false, "use_msa_server": false}}`))
+	args := h.args()
+	for _, want := range []string{"--recycling_steps 4", "--sampling_steps 50", "--diffusion_samples 3", "--output_format pdb", "--no_kernels"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("args %q lack %q", args, want)
+		}
+	}
+	if strings.Contains(args, "--use_msa_server") || strings.Contains(h.log.String(), "Calling MSA server") {
+		t.Errorf("use_msa_server false still searched: %s", args)
+	}
+	if got := h.stages(); slices.Contains(got, job.StageMSA) {
+		t.Errorf("stages %v include msa", got)
+	}
+	row := out.Rows[0]
+	if row["samples"] != 3 || row["msa"] != false {
+		t.Errorf("row %v", row)
+	}
+	got := paths(out.Files)
+	for _, p := range []string{"target1.pdb", "target1_sample_1.pdb", "target1_sample_2.pdb"} {
+		if got[p] != job.ArtifactStructure {
+			t.Errorf("no structure %s in %v", p, got)
+		}
+	}
+	// Samples keep Boltz's ranking: the best is the bare name, and the scores fall.
+	var scores []float64
+	for k := range 3 {
+		var c confidence
+		if err := readJSON(filepath.Join(h.workDir, "out/boltz_results_inputs/predictions/target1",
+			fmt.Sprintf("confidence_target1_model_%d.json", k)), &c); err != nil {
+			t.Fatal(err)
+		}
+		scores = append(scores, *c.ConfidenceScore)
+	}
+	if !slices.IsSortedFunc(scores, func(a, b float64) int { return int((b - a) * 1e6) }) || row["confidence_score"] != scores[0] {
+		t.Errorf("scores %v by rank, row confidence_score %v", scores, row["confidence_score"])
+	}
+	yaml, err := os.ReadFile(filepath.Join(h.workDir, "inputs/target1.yaml"))
+	if err != nil || !strings.Contains(string(yaml), `msa: "empty"`) {
+		t.Errorf("without the server the chain must be single-sequence:\n%s (%v)", yaml, err)
+	}
+}
+
+func TestRunTargetsAndFailures(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	started := time.Now()
+	out := h.mustRun(newJob(t, `{"targets": [
+		{"name": "good", "content": ">A|protein|empty\nMKTAYIAK\n>B|protein|empty\nGGSGG\n"},
+		{"name": "skip-me", "content": ">A|protein|empty\nMKTAYIAK\n"},
+		{"name": "oom-big", "content": ">A|protein|empty\nMKTAYIAK\n"},
+		{"content": ">x\nGGGG\n"}], "params": {"use_msa_server": false}}`))
+	wall := time.Since(started).Seconds()
+	rows := map[string]map[string]any{}
+	sum := 0.0
+	for _, r := range out.Rows {
+		rows[r["id"].(string)] = r
+		sum += r["runtime_s"].(float64)
+	}
+	if len(rows) != 4 || rows["good"]["status"] != "ok" || rows["target4"]["status"] != "ok" {
+		t.Fatalf("rows %v", out.Rows)
+	}
+	if rows["good"]["n_chains"] != 2 || rows["good"]["iptm"] == nil {
+		t.Errorf("two-chain row %v", rows["good"])
+	}
+	if e := rows["skip-me"]; e["status"] != "failed" || e["error"] != "Boltz could not process the input and skipped it: Invalid SMILES for ligand: simulated parse failure" {
+		t.Errorf("skipped row %v", e)
+	}
+	if e := rows["oom-big"]; e["status"] != "failed" || !strings.Contains(e["error"].(string), `Boltz ran out of memory predicting it ("| WARNING: ran out of memory, skipping batch")`) {
+		t.Errorf("out-of-memory row %v", e)
+	}
+	for id, r := range rows {
+		if r["n_residues"] == nil || r["runtime_s"].(float64) <= 0 {
+			t.Errorf("%s: row %v lacks n_residues or a positive runtime_s", id, r)
+		}
+	}
+	// The rows share out the tool's wall time, which is within the engine's (give or take
+	// the rounding of each row to a millisecond).
+	if sum > wall+0.002 || sum < wall/2 {
+		t.Errorf("runtime_s add up to %.3f s; the run took %.3f s", sum, wall)
+	}
+	for _, f := range out.Files {
+		if f.Target == "skip-me" || f.Target == "oom-big" {
+			t.Errorf("a failed target has file %s", f.Path)
+		}
+	}
+}
+
+func TestRunEveryTargetFailed(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	_, err := h.run(context.Background(), newJob(t, `{"targets": [{"name": "skip-a", "content": ">a\nMK"}, {"name": "oom-b", "content": ">a\nMK"}]}`))
+	if err == nil || !strings.Contains(err.Error(), "boltz predicted none of the 2 target(s): skip-a: Boltz could not process the input and skipped it: Invalid SMILES") ||
+		!strings.Contains(err.Error(), "oom-b: Boltz ran out of memory") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestRunCrash(t *testing.T) {
+	t.Parallel()
+	t.Run("before any target", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t)
+		_, err := h.run(context.Background(), newJob(t, `{"targets": [{"name": "crash", "content": ">a\nMK"}]}`))
+		var exit *proc.ExitError
+		if !errors.As(err, &exit) || exit.Code != 1 || !strings.Contains(err.Error(), "CUDA error: an illegal memory access") {
+			t.Errorf("err = %v", err)
+		}
+	})
+	t.Run("after a target", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t)
+		out := h.mustRun(newJob(t, `{"targets": [{"name": "a", "content": ">a\nMK"}, {"name": "crash", "content": ">a\nGG"}]}`))
+		if out.Rows[0]["status"] != "ok" || out.Rows[1]["status"] != "failed" ||
+			out.Rows[1]["error"] != "boltz exited before it finished this target (exit code 1); the run log has its output" {
+			t.Errorf("rows %v", out.Rows)
+		}
+	})
+}
+
+const affinityYAML = `sequences:
+  - protein: {id: A, sequence: MKTAYIAKQR, msa: empty}
+  - ligand: {id: L, smiles: 'N[C@@H](Cc1ccc(O)cc1)C(=O)O'}
+properties:
+  - affinity: {binder: L}
+`
+
+func TestRunAffinity(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	content, _ := json.Marshal(affinityYAML)
+	out := h.mustRun(newJob(t, `{"targets": [{"name": "lig", "content": `+string(content)+`}, {"name": "affoom", "content": `+string(content)+`}]}`))
+	if got, want := h.stages(), []string{job.StageStarting, job.StageInference, job.StageAffinity}; !reflect.DeepEqual(got, want) {
+		t.Errorf("stages %v, want %v", got, want)
+	}
+	ok, failed := out.Rows[0], out.Rows[1]
+	for _, k := range affinityKeys {
+		if _, is := ok[k].(float64); !is {
+			t.Errorf("row lacks %s: %v", k, ok)
+		}
+	}
+	if p := ok["affinity_probability_binary"].(float64); p < 0 || p > 1 {
+		t.Errorf("probability %v", p)
+	}
+	if got := paths(out.Files); got["lig/affinity_lig.json"] != job.ArtifactAffinity || got["affoom.cif"] != job.ArtifactStructure {
+		t.Errorf("files %v", got)
+	}
+	if failed["status"] != "failed" || failed["error"] != `Boltz predicted the structure but no affinity: it ran out of memory in the affinity loop ("| WARNING: ran out of memory, skipping batch"); the structure files are kept` {
+		t.Errorf("affinity failure row %v", failed)
+	}
+}
+
+func TestRunAlignmentCache(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	monomer := `{"sequence": "MKTAYIAKQRQISFVKSHFSRQ"}`
+	h.mustRun(newJob(t, monomer))
+	if !strings.Contains(h.log.String(), "Calling MSA server for target target1") {
+		t.Fatalf("first run did not search:\n%s", h.log.String())
+	}
+	keys, _ := filepath.Glob(filepath.Join(h.cacheDir, "msa", "*", "*"))
+	if len(keys) != 1 {
+		t.Fatalf("cache holds %v", keys)
+	}
+
+	h.log = lockedBuffer{}
+	out := h.mustRun(newJob(t, monomer))
+	if strings.Contains(h.log.String(), "Calling MSA server") || strings.Contains(h.args(), "--use_msa_server") {
+		t.Errorf("second run searched again:\n%s", h.log.String())
+	}
+	if out.Rows[0]["msa"] != true || !strings.Contains(h.log.String(), "1 target(s) from the cache") {
+		t.Errorf("row %v; log %s", out.Rows[0], h.log.String())
+	}
+	yaml, _ := os.ReadFile(filepath.Join(h.workDir, "inputs/target1.yaml"))
+	if !strings.Contains(string(yaml), filepath.Join(h.workDir, "files", "target1_cached_0.csv")) {
+		t.Errorf("the cached alignment is not Boltz's msa:\n%s", yaml)
+	}
+
+	// A complex is searched with its partners, so the monomer's entry does not serve it;
+	// its own entry serves it the next time, in the same order.
+	h.log = lockedBuffer{}
+	pair := `{"input": ">A|protein\nMKTAYIAKQRQISFVKSHFSRQ\n>B|protein\nGGSGGSGG\n"}`
+	h.mustRun(newJob(t, pair))
+	if !strings.Contains(h.log.String(), "Calling MSA server for target target1 with 2 sequences") {
+		t.Errorf("the complex was not searched:\n%s", h.log.String())
+	}
+	h.log = lockedBuffer{}
+	h.mustRun(newJob(t, pair))
+	if strings.Contains(h.log.String(), "Calling MSA server") {
+		t.Errorf("the complex was searched twice:\n%s", h.log.String())
+	}
+	keys, _ = filepath.Glob(filepath.Join(h.cacheDir, "msa", "*", "*"))
+	if len(keys) != 2 {
+		t.Errorf("cache holds %v", keys)
+	}
+}
+
+func TestMSACachePrunes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	c := &msaCache{dir: dir, limit: 300}
+	src := filepath.Join(t.TempDir(), "a.csv")
+	if err := os.WriteFile(src, bytes.Repeat([]byte("x"), 100), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	for i, key := range []string{cacheKey(server, []string{"A"}), cacheKey(server, []string{"B"}), cacheKey(server, []string{"C"})} {
+		if err := c.store(key, []string{src}); err != nil {
+			t.Fatal(err)
+		}
+		// Entries stored earlier were used earlier.
+		_ = os.Chtimes(c.entry(key), old.Add(time.Duration(i)*time.Minute), old.Add(time.Duration(i)*time.Minute))
+	}
+	// Using the oldest makes it the newest; the next store evicts the least recently used.
+	if _, ok := c.lookup(cacheKey(server, []string{"A"}), 1, t.TempDir(), "x"); !ok {
+		t.Fatal("A missing")
+	}
+	if err := c.store(cacheKey(server, []string{"D"}), []string{src}); err != nil {
+		t.Fatal(err)
+	}
+	for seq, want := range map[string]bool{"A": true, "B": false, "C": true, "D": true} {
+		if _, ok := c.lookup(cacheKey(server, []string{seq}), 1, t.TempDir(), "x"); ok != want {
+			t.Errorf("entry %s present %v, want %v", seq, ok, want)
+		}
+	}
+	if cacheKey(server, []string{"A", "B"}) == cacheKey(server, []string{"B", "A"}) || cacheKey(server, []string{"A"}) == cacheKey("other", []string{"A"}) {
+		t.Error("cache keys must depend on the order of the sequences and on the server")
+	}
+}
+
+func TestRunCancelStopsTheProcessTree(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	j := newJob(t, `{"targets": [{"name": "slow", "content": ">a\nMK"}]}`)
+	workDir := t.TempDir()
+	go func() {
+		_, err := h.runIn(ctx, j, workDir)
+		done <- err
+	}()
+	// The stand-in writes its helper's pid before its first step.
+	h.log.waitFor(t, "slow: step 1 of 300", 20*time.Second)
+	b, err := os.ReadFile(filepath.Join(workDir, "hang.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(string(b))
+	if err != nil || !running(pid) {
+		t.Fatalf("helper pid %q (%v) is not running", b, err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("err = %v, want context.Canceled", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+	// The group was killed; the helper, which ignores SIGTERM, goes with SIGKILL.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(5 * time.Second); running(pid); <-tick.C {
+		if time.Now().After(deadline) {
+			t.Fatalf("the helper process %d is still running", pid)
+		}
+	}
+}
+
+// running reports whether pid is a live process (a zombie has exited).
+func running(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}

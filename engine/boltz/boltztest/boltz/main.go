@@ -1,0 +1,778 @@
+// Command boltz is a stand-in for Boltz-2's command line, a test fixture of package
+// boltztest (see there for the behaviours that target names choose). It follows
+// src/boltz/main.py and src/boltz/data/write/writer.py of jwohlwend/boltz: the click
+// options of `boltz predict` and click's errors, the messages that matter to a caller,
+// the checks of process_input, and the output layout, file names and JSON keys. Its
+// numbers are made up, deterministically from each target's name.
+package main
+
+import (
+	"archive/zip"
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/goccy/go-yaml"
+)
+
+// sleeperArg makes the program the helper process of a slow run: it ignores SIGTERM and
+// sleeps, as a stuck data-loader worker would.
+const sleeperArg = "__stand_in_sleeper"
+
+func main() { os.Exit(run(os.Args[1:])) }
+
+// option is one click option of boltz predict.
+type option struct {
+	name    string
+	kind    string // flag, int, float, text, path, file (a path that must exist), choice
+	choices []string
+	def     string
+}
+
+// predictOptions are the options of boltz predict (main.py), with their click defaults.
+var predictOptions = []option{
+	{name: "--out_dir", kind: "path", def: "./"},
+	{name: "--cache", kind: "path", def: "~/.boltz"},
+	{name: "--checkpoint", kind: "file"},
+	{name: "--devices", kind: "int", def: "1"},
+	{name: "--accelerator", kind: "choice", choices: []string{"gpu", "cpu", "tpu"}, def: "gpu"},
+	{name: "--recycling_steps", kind: "int", def: "3"},
+	{name: "--sampling_steps", kind: "int", def: "200"},
+	{name: "--diffusion_samples", kind: "int", def: "1"},
+	{name: "--max_parallel_samples", kind: "int", def: "5"},
+	{name: "--step_scale", kind: "float"},
+	{name: "--write_full_pae", kind: "flag"},
+	{name: "--write_full_pde", kind: "flag"},
+	{name: "--output_format", kind: "choice", choices: []string{"pdb", "mmcif"}, def: "mmcif"},
+	{name: "--num_workers", kind: "int", def: "2"},
+	{name: "--override", kind: "flag"},
+	{name: "--seed", kind: "int"},
+	{name: "--use_msa_server", kind: "flag"},
+	{name: "--msa_server_url", kind: "text", def: "https://api.colabfold.com"},
+	{name: "--msa_pairing_strategy", kind: "text", def: "greedy"},
+	{name: "--msa_server_username", kind: "text"},
+	{name: "--msa_server_password", kind: "text"},
+	{name: "--api_key_header", kind: "text"},
+	{name: "--api_key_value", kind: "text"},
+	{name: "--use_potentials", kind: "flag"},
+	{name: "--model", kind: "choice", choices: []string{"boltz1", "boltz2"}, def: "boltz2"},
+	{name: "--method", kind: "text"},
+	{name: "--preprocessing-threads", kind: "int", def: "2"},
+	{name: "--affinity_mw_correction", kind: "flag"},
+	{name: "--sampling_steps_affinity", kind: "int", def: "200"},
+	{name: "--diffusion_samples_affinity", kind: "int", def: "5"},
+	{name: "--affinity_checkpoint", kind: "file"},
+	{name: "--max_msa_seqs", kind: "int", def: "8192"},
+	{name: "--subsample_msa", kind: "flag"},
+	{name: "--num_subsampled_msa", kind: "int", def: "1024"},
+	{name: "--no_kernels", kind: "flag"},
+	{name: "--write_embeddings", kind: "flag"},
+}
+
+func run(args []string) int {
+	if len(args) > 0 && args[0] == sleeperArg {
+		signal.Ignore(syscall.SIGTERM)
+		for {
+			time.Sleep(time.Hour)
+		}
+	}
+	if len(args) == 0 || args[0] == "--help" {
+		fmt.Print("Usage: boltz [OPTIONS] COMMAND [ARGS]...\n\n  Boltz.\n\nOptions:\n  --help  Show this message and exit.\n\nCommands:\n  predict  Run predictions with Boltz.\n")
+		return 0
+	}
+	if args[0] != "predict" {
+		return usageError("boltz [OPTIONS] COMMAND [ARGS]...", "boltz --help", fmt.Sprintf("No such command '%s'.", args[0]))
+	}
+	opts, data, code := parse(args[1:])
+	if opts == nil {
+		return code
+	}
+	fmt.Printf("[boltz stand-in] %s\n", strings.Join(args, " "))
+	p := &predictor{opts: opts, data: data}
+	return p.predict()
+}
+
+// parse reads the arguments of boltz predict as click does; on an error it prints
+// click's message and returns the exit status.
+func parse(args []string) (map[string]string, string, int) {
+	const usage, try = "boltz predict [OPTIONS] DATA", "boltz predict --help"
+	opts := map[string]string{}
+	for _, o := range predictOptions {
+		if o.def != "" {
+			opts[o.name] = o.def
+		}
+	}
+	var positional []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			positional = append(positional, args[i+1:]...)
+			break
+		}
+		if a == "--help" {
+			printHelp()
+			return nil, "", 0
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			positional = append(positional, a)
+			continue
+		}
+		name, value, hasValue := strings.Cut(a, "=")
+		i0 := slices.IndexFunc(predictOptions, func(o option) bool { return o.name == name })
+		if i0 < 0 {
+			return nil, "", usageError(usage, try, "No such option: "+name)
+		}
+		o := predictOptions[i0]
+		if o.kind == "flag" {
+			if hasValue {
+				return nil, "", usageError(usage, try, fmt.Sprintf("Option '%s' does not take a value.", name))
+			}
+			opts[name] = "true"
+			continue
+		}
+		if !hasValue {
+			if i+1 >= len(args) {
+				return nil, "", usageError(usage, try, fmt.Sprintf("Option '%s' requires an argument.", name))
+			}
+			i++
+			value = args[i]
+		}
+		bad := ""
+		switch o.kind {
+		case "int":
+			if _, err := strconv.Atoi(value); err != nil {
+				bad = fmt.Sprintf("'%s' is not a valid integer.", value)
+			}
+		case "float":
+			if _, err := strconv.ParseFloat(value, 64); err != nil {
+				bad = fmt.Sprintf("'%s' is not a valid float.", value)
+			}
+		case "choice":
+			if !slices.Contains(o.choices, value) {
+				bad = fmt.Sprintf("'%s' is not one of '%s'.", value, strings.Join(o.choices, "', '"))
+			}
+		case "file":
+			if _, err := os.Stat(value); err != nil {
+				bad = fmt.Sprintf("Path '%s' does not exist.", value)
+			}
+		}
+		if bad != "" {
+			return nil, "", usageError(usage, try, fmt.Sprintf("Invalid value for '%s': %s", name, bad))
+		}
+		opts[name] = value
+	}
+	switch {
+	case len(positional) == 0:
+		return nil, "", usageError(usage, try, "Missing argument 'DATA'.")
+	case len(positional) > 1:
+		return nil, "", usageError(usage, try, fmt.Sprintf("Got unexpected extra argument (%s)", positional[1]))
+	}
+	if _, err := os.Stat(positional[0]); err != nil {
+		return nil, "", usageError(usage, try, fmt.Sprintf("Invalid value for 'DATA': Path '%s' does not exist.", positional[0]))
+	}
+	return opts, positional[0], 0
+}
+
+func usageError(usage, try, msg string) int {
+	fmt.Fprintf(os.Stderr, "Usage: %s\nTry '%s' for help.\n\nError: %s\n", usage, try, msg)
+	return 2
+}
+
+func printHelp() {
+	fmt.Print("Usage: boltz predict [OPTIONS] DATA\n\n  Run predictions with Boltz.\n\nOptions:\n")
+	for _, o := range predictOptions {
+		meta := map[string]string{"int": "INTEGER", "float": "FLOAT", "text": "TEXT", "path": "PATH", "file": "PATH"}[o.kind]
+		if o.kind == "choice" {
+			meta = "[" + strings.Join(o.choices, "|") + "]"
+		}
+		fmt.Printf("  %s %s\n", o.name, meta)
+	}
+	fmt.Print("  --help  Show this message and exit.\n")
+}
+
+// traceback prints a Python traceback ending in err, as traceback.print_exc does.
+func traceback(where, err string) {
+	fmt.Fprintf(os.Stderr, "Traceback (most recent call last):\n  File \"/opt/boltz/src/boltz/main.py\", line 460, in %s\n    raise\n%s\n", where, err)
+}
+
+// chain is one chain of a processed input, in Boltz's order: grouped by entity.
+type chain struct {
+	Name     string `json:"chain_name"`
+	Type     string `json:"mol_type"`
+	Entity   int    `json:"entity_id"`
+	Residues int    `json:"num_residues"`
+}
+
+// record is a processed input (processed/records/<id>.json).
+type record struct {
+	ID       string  `json:"id"`
+	Chains   []chain `json:"chains"`
+	Affinity bool    `json:"affinity"`
+}
+
+type predictor struct {
+	opts map[string]string
+	data string
+	out  string
+}
+
+func (p *predictor) flag(name string) bool { return p.opts[name] == "true" }
+
+func (p *predictor) int(name string) int {
+	n, _ := strconv.Atoi(p.opts[name])
+	return n
+}
+
+func (p *predictor) predict() int {
+	if p.opts["--accelerator"] == "cpu" {
+		fmt.Println("Running on CPU, this will be slow. Consider using a GPU.")
+	}
+	if p.flag("--use_msa_server") {
+		fmt.Printf("MSA server enabled: %s\nMSA server authentication: no credentials provided\n", p.opts["--msa_server_url"])
+	}
+	data := strings.TrimSuffix(p.data, "/")
+	p.out = filepath.Join(p.opts["--out_dir"], "boltz_results_"+strings.TrimSuffix(filepath.Base(data), filepath.Ext(data)))
+	fmt.Println("Checking input data.")
+	inputs := []string{data}
+	if st, err := os.Stat(data); err == nil && st.IsDir() {
+		entries, _ := os.ReadDir(data)
+		inputs = nil
+		for _, e := range entries {
+			path := filepath.Join(data, e.Name())
+			ext := strings.ToLower(filepath.Ext(e.Name()))
+			if e.IsDir() {
+				traceback("check_inputs", fmt.Sprintf("RuntimeError: Found directory %s instead of .fasta or .yaml.", path))
+				return 1
+			}
+			if !slices.Contains([]string{".fa", ".fas", ".fasta", ".yml", ".yaml"}, ext) {
+				traceback("check_inputs", fmt.Sprintf("RuntimeError: Unable to parse filetype %s, please provide a .fasta or .yaml file.", ext))
+				return 1
+			}
+			inputs = append(inputs, path)
+		}
+	}
+	for _, d := range []string{"msa", "processed/records", "processed/structures", "processed/msa", "predictions"} {
+		if err := os.MkdirAll(filepath.Join(p.out, d), 0o755); err != nil {
+			traceback("process_inputs", "OSError: "+err.Error())
+			return 1
+		}
+	}
+	fmt.Printf("Processing %d inputs with %d threads.\n", len(inputs), min(p.int("--preprocessing-threads"), len(inputs)))
+	var records []record
+	for i, path := range inputs {
+		rec, err := p.process(path)
+		if err != nil {
+			traceback("process_input", "RuntimeError: "+err.Error())
+			fmt.Printf("Failed to process %s. Skipping. Error: %s.\n", path, err)
+		} else {
+			records = append(records, *rec)
+			writeJSON(filepath.Join(p.out, "processed", "records", rec.ID+".json"), rec)
+		}
+		fmt.Fprintf(os.Stderr, "\r%s", tqdm(i+1, len(inputs), ""))
+	}
+	fmt.Fprintln(os.Stderr)
+	writeJSON(filepath.Join(p.out, "processed", "manifest.json"), map[string]any{"records": records})
+	sort.Slice(records, func(i, j int) bool { return records[i].ID < records[j].ID })
+
+	if len(records) > 0 {
+		fmt.Printf("Running structure prediction for %d input%s\n", len(records), plural(len(records)))
+	}
+	failed := 0
+	fmt.Printf("\r%s", tqdm(0, len(records), "Predicting DataLoader 0: "))
+	for i, rec := range records {
+		switch {
+		case strings.HasPrefix(rec.ID, "crash"):
+			fmt.Println()
+			traceback("predict", "RuntimeError: CUDA error: an illegal memory access was encountered")
+			return 1
+		case strings.HasPrefix(rec.ID, "oom"):
+			fmt.Println("\n| WARNING: ran out of memory, skipping batch")
+			failed++
+		case strings.HasPrefix(rec.ID, "slow"):
+			if !p.slow(rec.ID) {
+				return 1
+			}
+			p.write(rec)
+		default:
+			p.write(rec)
+		}
+		fmt.Printf("\r%s", tqdm(i+1, len(records), "Predicting DataLoader 0: "))
+	}
+	fmt.Printf("\nNumber of failed examples: %d\n", failed)
+
+	var affinity []record
+	for _, r := range records {
+		if r.Affinity {
+			affinity = append(affinity, r)
+		}
+	}
+	if len(affinity) == 0 {
+		return 0
+	}
+	fmt.Print("\nPredicting property: affinity\n\nChecking input data for affinity.\n")
+	fmt.Printf("Running affinity prediction for %d input%s\n", len(affinity), plural(len(affinity)))
+	failed = 0
+	fmt.Printf("\r%s", tqdm(0, len(affinity), "Predicting DataLoader 0: "))
+	for i, rec := range affinity {
+		time.Sleep(20 * time.Millisecond)
+		dir := filepath.Join(p.out, "predictions", rec.ID)
+		if _, err := os.Stat(filepath.Join(dir, "pre_affinity_"+rec.ID+".npz")); err != nil {
+			traceback("predict", fmt.Sprintf("FileNotFoundError: [Errno 2] No such file or directory: '%s'", filepath.Join(dir, "pre_affinity_"+rec.ID+".npz")))
+			return 1
+		}
+		if strings.HasPrefix(rec.ID, "affoom") {
+			fmt.Println("\n| WARNING: ran out of memory, skipping batch")
+			failed++
+		} else {
+			s := seed(rec.ID + "/affinity")
+			writeOrdered(filepath.Join(dir, "affinity_"+rec.ID+".json"), []kv{
+				{"affinity_pred_value", round(-1 + 3*s(0))}, {"affinity_probability_binary", round(s(1))},
+				{"affinity_pred_value1", round(-1 + 3*s(2))}, {"affinity_probability_binary1", round(s(3))},
+				{"affinity_pred_value2", round(-1 + 3*s(4))}, {"affinity_probability_binary2", round(s(5))},
+			})
+		}
+		fmt.Printf("\r%s", tqdm(i+1, len(affinity), "Predicting DataLoader 0: "))
+	}
+	fmt.Printf("\nNumber of failed examples: %d\n", failed)
+	return 0
+}
+
+func plural(n int) string {
+	if n > 1 {
+		return "s."
+	}
+	return "."
+}
+
+// tqdm draws a progress bar line as tqdm does.
+func tqdm(n, total int, desc string) string {
+	pct := 0
+	if total > 0 {
+		pct = 100 * n / total
+	}
+	bar := strings.Repeat("█", pct/10) + strings.Repeat(" ", 10-pct/10)
+	return fmt.Sprintf("%s%3d%%|%s| %d/%d [00:00<00:00, 10.00it/s]", desc, pct, bar, n, total)
+}
+
+// slow is the structure loop on a slow target: 30 s of progress lines, with a helper
+// process that ignores SIGTERM, so that a cancel must stop the whole process group.
+func (p *predictor) slow(id string) bool {
+	helper := exec.Command(os.Args[0], sleeperArg)
+	if err := helper.Start(); err != nil {
+		traceback("predict", "OSError: "+err.Error())
+		return false
+	}
+	if err := os.WriteFile("hang.pid", []byte(strconv.Itoa(helper.Process.Pid)), 0o644); err != nil {
+		traceback("predict", "OSError: "+err.Error())
+		return false
+	}
+	for i := range 300 {
+		fmt.Printf("[boltz stand-in] %s: step %d of 300\n", id, i+1)
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = helper.Process.Kill()
+	_ = helper.Wait()
+	return true
+}
+
+// process checks one input as process_input and parse_boltz_schema do and returns its
+// record; alignments the input needs are written to msa/ as compute_msa does.
+func (p *predictor) process(path string) (*record, error) {
+	id := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	if ext := strings.ToLower(filepath.Ext(path)); ext != ".yaml" && ext != ".yml" {
+		return nil, fmt.Errorf("the stand-in reads only YAML inputs, not %s", ext)
+	}
+	if strings.HasPrefix(id, "skip") {
+		return nil, fmt.Errorf("Invalid SMILES for ligand: simulated parse failure")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("yaml: %v", err)
+	}
+	if v, ok := doc["version"]; ok && fmt.Sprint(v) != "1" {
+		return nil, fmt.Errorf("Invalid version %v in input!", v)
+	}
+	items, _ := doc["sequences"].([]any)
+	type group struct {
+		typ, seq string
+		ids      []string
+		msa      any // nil: auto, "empty", or a path
+		residues int
+	}
+	var groups []*group
+	for _, it := range items {
+		m, _ := it.(map[string]any)
+		if len(m) != 1 {
+			return nil, fmt.Errorf("an entry of sequences has %d keys", len(m))
+		}
+		var typ string
+		var body map[string]any
+		for k, v := range m {
+			typ, body = strings.ToLower(k), asMap(v)
+		}
+		if !slices.Contains([]string{"protein", "dna", "rna", "ligand"}, typ) {
+			return nil, fmt.Errorf("Invalid entity type: %s", typ)
+		}
+		var seq string
+		residues := 1
+		switch {
+		case typ != "ligand":
+			seq = fmt.Sprint(body["sequence"])
+			residues = len(seq)
+		case body["smiles"] != nil:
+			seq = fmt.Sprint(body["smiles"])
+		default:
+			seq = fmt.Sprint(body["ccd"])
+			if l, ok := body["ccd"].([]any); ok {
+				residues = len(l)
+			}
+		}
+		var ids []string
+		switch v := body["id"].(type) {
+		case string:
+			ids = []string{v}
+		case []any:
+			for _, x := range v {
+				s, ok := x.(string)
+				if !ok {
+					return nil, fmt.Errorf("chain id %v is not a string", x)
+				}
+				ids = append(ids, s)
+			}
+		default:
+			return nil, fmt.Errorf("chain id %v is not a string", body["id"])
+		}
+		msa := body["msa"]
+		if msa == "" {
+			msa = nil
+		}
+		i := slices.IndexFunc(groups, func(g *group) bool { return g.typ == typ && g.seq == seq })
+		if i < 0 {
+			groups = append(groups, &group{typ: typ, seq: seq, msa: msa, residues: residues})
+			i = len(groups) - 1
+		} else if typ == "protein" && fmt.Sprint(groups[i].msa) != fmt.Sprint(msa) {
+			return nil, fmt.Errorf("All proteins with the same sequence must share the same MSA!")
+		}
+		groups[i].ids = append(groups[i].ids, ids...)
+	}
+	rec := &record{ID: id}
+	custom, auto := false, map[int]string{}
+	seen := map[string]bool{}
+	for e, g := range groups {
+		for _, name := range g.ids {
+			if seen[name] {
+				return nil, fmt.Errorf("chain %s is given twice", name)
+			}
+			seen[name] = true
+			rec.Chains = append(rec.Chains, chain{Name: name, Type: g.typ, Entity: e, Residues: g.residues})
+		}
+		if g.typ != "protein" {
+			continue
+		}
+		switch g.msa {
+		case nil:
+			auto[e] = g.seq
+		case "empty":
+		default:
+			custom = true
+			path := fmt.Sprint(g.msa)
+			if _, err := os.Stat(path); err != nil {
+				return nil, fmt.Errorf("MSA file %s not found.", path)
+			}
+			if ext := filepath.Ext(path); ext != ".a3m" && ext != ".csv" {
+				return nil, fmt.Errorf("MSA file %s not supported, only a3m or csv.", path)
+			}
+		}
+	}
+	if custom && len(auto) > 0 {
+		return nil, fmt.Errorf("Cannot mix custom and auto-generated MSAs in the same input!")
+	}
+	for _, pr := range asList(doc["properties"]) {
+		aff := asMap(asMap(pr)["affinity"])
+		binder, ok := aff["binder"].(string)
+		if !ok {
+			return nil, fmt.Errorf("Binder must be a single chain.")
+		}
+		i := slices.IndexFunc(rec.Chains, func(c chain) bool { return c.Name == binder })
+		if i < 0 {
+			return nil, fmt.Errorf("Could not find binder with name %s in the input!", binder)
+		}
+		if rec.Chains[i].Type != "ligand" {
+			return nil, fmt.Errorf("Chain %s is not a ligand! Affinity is currently only supported for ligands.", binder)
+		}
+		if len(groups[rec.Chains[i].Entity].ids) > 1 {
+			return nil, fmt.Errorf("Cannot compute affinity for a ligand that has multiple copies!")
+		}
+		rec.Affinity = true
+	}
+	for _, tm := range asList(doc["templates"]) {
+		m := asMap(tm)
+		path := fmt.Sprint(m["cif"])
+		if m["cif"] == nil {
+			path = fmt.Sprint(m["pdb"])
+		}
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("[Errno 2] No such file or directory: '%s'", path)
+		}
+	}
+	if len(auto) > 0 && !p.flag("--use_msa_server") {
+		return nil, fmt.Errorf("Missing MSA's in input and --use_msa_server flag not set.")
+	}
+	if len(auto) > 0 {
+		fmt.Printf("Generating MSA for %s with %d protein entities.\n", path, len(auto))
+		fmt.Printf("Calling MSA server for target %s with %d sequences\n", id, len(auto))
+		fmt.Printf("MSA server URL: %s\nMSA pairing strategy: %s\n", p.opts["--msa_server_url"], p.opts["--msa_pairing_strategy"])
+		for e, seq := range auto {
+			rows := []string{"key,sequence"}
+			if len(auto) > 1 {
+				for k := range 3 {
+					rows = append(rows, fmt.Sprintf("%d,%s", k, mutate(seq, k)))
+				}
+			}
+			for k := range 4 {
+				rows = append(rows, fmt.Sprintf("-1,%s", mutate(seq, k+3)))
+			}
+			if err := os.WriteFile(filepath.Join(p.out, "msa", fmt.Sprintf("%s_%d.csv", id, e)), []byte(strings.Join(rows, "\n")), 0o644); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return rec, nil
+}
+
+// mutate makes a homolog of seq for a made-up alignment; k = 0 is seq itself.
+func mutate(seq string, k int) string {
+	if k == 0 {
+		return seq
+	}
+	b := []byte(seq)
+	for i := k % 3; i < len(b); i += 3 + k {
+		b[i] = "ACDEFGHIKLMNPQRSTVWY-"[(i*7+k)%21]
+	}
+	return string(b)
+}
+
+func asMap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
+
+// write writes the predictions of one record as BoltzWriter does: every sample ranked by
+// confidence_score, best first, with its structure, confidence summary and npz arrays.
+func (p *predictor) write(rec record) {
+	time.Sleep(20 * time.Millisecond) // a target takes time, which the engine measures
+	dir := filepath.Join(p.out, "predictions", rec.ID)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		panic(err)
+	}
+	n := p.int("--diffusion_samples")
+	tokens := 0
+	for _, c := range rec.Chains {
+		tokens += c.Residues
+	}
+	type sample struct{ plddt, ptm, iptm, score float64 }
+	samples := make([]sample, n)
+	for k := range samples {
+		s := seed(fmt.Sprintf("%s/%d", rec.ID, k))
+		sm := sample{plddt: round(0.55 + 0.4*s(0)), ptm: round(0.5 + 0.45*s(1))}
+		if len(rec.Chains) > 1 {
+			sm.iptm = round(0.3 + 0.6*s(2))
+		}
+		// confidence_score as Boltz2.predict_step computes it.
+		second := sm.iptm
+		if second == 0 {
+			second = sm.ptm
+		}
+		sm.score = round((4*sm.plddt + second) / 5)
+		samples[k] = sm
+	}
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return samples[order[a]].score > samples[order[b]].score })
+	for rank, k := range order {
+		sm := samples[k]
+		base := fmt.Sprintf("%s_model_%d", rec.ID, rank)
+		if p.opts["--output_format"] == "pdb" {
+			writeFile(filepath.Join(dir, base+".pdb"), pdb(rec, sm.plddt))
+		} else {
+			writeFile(filepath.Join(dir, base+".cif"), mmcif(rec, sm.plddt))
+		}
+		chainsPTM := make([]kv, len(rec.Chains))
+		pairs := make([]kv, len(rec.Chains))
+		for i := range rec.Chains {
+			chainsPTM[i] = kv{strconv.Itoa(i), sm.ptm}
+			row := make([]kv, len(rec.Chains))
+			for j := range rec.Chains {
+				v := sm.iptm
+				if i == j {
+					v = sm.ptm
+				}
+				row[j] = kv{strconv.Itoa(j), v}
+			}
+			pairs[i] = kv{strconv.Itoa(i), row}
+		}
+		writeOrdered(filepath.Join(dir, "confidence_"+base+".json"), []kv{
+			{"confidence_score", sm.score}, {"ptm", sm.ptm}, {"iptm", sm.iptm}, {"ligand_iptm", 0.0},
+			{"protein_iptm", sm.iptm}, {"complex_plddt", sm.plddt}, {"complex_iplddt", sm.plddt},
+			{"complex_pde", 0.8}, {"complex_ipde", 1.6}, {"chains_ptm", chainsPTM}, {"pair_chains_iptm", pairs},
+		})
+		writeNPZ(filepath.Join(dir, "plddt_"+base+".npz"), "plddt", []int{tokens}, float32(sm.plddt))
+		writeNPZ(filepath.Join(dir, "pae_"+base+".npz"), "pae", []int{tokens, tokens}, 4)
+		writeNPZ(filepath.Join(dir, "pde_"+base+".npz"), "pde", []int{tokens, tokens}, 2)
+		if rec.Affinity && rank == 0 {
+			writeNPZ(filepath.Join(dir, "pre_affinity_"+rec.ID+".npz"), "coords", []int{tokens, 3}, 0)
+		}
+	}
+}
+
+// seed gives deterministic numbers in [0, 1) for a name.
+func seed(name string) func(i int) float64 {
+	h := sha256.Sum256([]byte(name))
+	return func(i int) float64 { return float64(h[i%32]) / 256 }
+}
+
+func round(f float64) float64 { return math.Round(f*10000) / 10000 }
+
+// kv is a key of a JSON object that keeps its order, as Python's dicts do.
+type kv struct {
+	key   string
+	value any
+}
+
+// writeOrdered writes an object as json.dumps(..., indent=4) does.
+func writeOrdered(path string, obj []kv) {
+	var b bytes.Buffer
+	writeValue(&b, obj, 0)
+	writeFile(path, b.String())
+}
+
+func writeValue(b *bytes.Buffer, v any, indent int) {
+	switch x := v.(type) {
+	case []kv:
+		b.WriteString("{\n")
+		for i, e := range x {
+			fmt.Fprintf(b, "%s%q: ", strings.Repeat(" ", indent+4), e.key)
+			writeValue(b, e.value, indent+4)
+			if i < len(x)-1 {
+				b.WriteString(",")
+			}
+			b.WriteString("\n")
+		}
+		b.WriteString(strings.Repeat(" ", indent) + "}")
+	case float64:
+		s := strconv.FormatFloat(x, 'f', -1, 64)
+		if !strings.Contains(s, ".") {
+			s += ".0"
+		}
+		b.WriteString(s)
+	}
+}
+
+func mmcif(rec record, plddt float64) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "data_%s\n#\nloop_\n_atom_site.group_PDB\n_atom_site.id\n_atom_site.type_symbol\n_atom_site.label_atom_id\n"+
+		"_atom_site.label_comp_id\n_atom_site.label_asym_id\n_atom_site.label_seq_id\n_atom_site.Cartn_x\n_atom_site.Cartn_y\n"+
+		"_atom_site.Cartn_z\n_atom_site.B_iso_or_equiv\n", rec.ID)
+	atom := 0
+	for _, c := range rec.Chains {
+		for r := range c.Residues {
+			atom++
+			fmt.Fprintf(&b, "ATOM %d C CA ALA %s %d %.3f %.3f %.3f %.2f\n", atom, c.Name, r+1, 3.8*float64(atom), 0.0, 0.0, plddt*100)
+		}
+	}
+	b.WriteString("#\n")
+	return b.String()
+}
+
+func pdb(rec record, plddt float64) string {
+	var b strings.Builder
+	atom := 0
+	for _, c := range rec.Chains {
+		for r := range c.Residues {
+			atom++
+			fmt.Fprintf(&b, "%-6s%5d  CA  ALA %1s%4d    %8.3f%8.3f%8.3f%6.2f%6.2f           C\n", "ATOM", atom, c.Name, r+1,
+				3.8*float64(atom), 0.0, 0.0, 1.0, plddt*100)
+		}
+	}
+	b.WriteString("END\n")
+	return b.String()
+}
+
+// writeNPZ writes a compressed .npz holding one float32 array filled with fill, as
+// np.savez_compressed does: a zip with <key>.npy in NPY format 1.0.
+func writeNPZ(path, key string, shape []int, fill float32) {
+	n := 1
+	dims := make([]string, len(shape))
+	for i, d := range shape {
+		n *= d
+		dims[i] = strconv.Itoa(d)
+	}
+	shapeText := strings.Join(dims, ", ")
+	if len(shape) == 1 {
+		shapeText += ","
+	}
+	header := fmt.Sprintf("{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }", shapeText)
+	// The magic, version and length take 10 bytes; the header ends in a newline and pads
+	// the whole preamble to a multiple of 64.
+	pad := 64 - (10+len(header)+1)%64
+	header += strings.Repeat(" ", pad%64) + "\n"
+	var npy bytes.Buffer
+	npy.WriteString("\x93NUMPY\x01\x00")
+	_ = binary.Write(&npy, binary.LittleEndian, uint16(len(header)))
+	npy.WriteString(header)
+	for range n {
+		_ = binary.Write(&npy, binary.LittleEndian, fill)
+	}
+	var z bytes.Buffer
+	zw := zip.NewWriter(&z)
+	w, err := zw.CreateHeader(&zip.FileHeader{Name: key + ".npy", Method: zip.Deflate})
+	if err == nil {
+		_, err = io.Copy(w, &npy)
+	}
+	if err == nil {
+		err = zw.Close()
+	}
+	if err != nil {
+		panic(err)
+	}
+	writeFile(path, z.String())
+}
+
+func writeJSON(path string, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	writeFile(path, string(b))
+}
+
+func writeFile(path, content string) {
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		panic(err)
+	}
+}
