@@ -88,8 +88,10 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, validate func([]
 		s.writeError(w, r, err)
 		return
 	}
+	// The rows are gone, so their files must go too, even if the caller hangs up now.
+	cleanup := context.WithoutCancel(r.Context())
 	for _, id := range res.Evicted {
-		if err := s.artifacts.DeleteJob(r.Context(), id); err != nil {
+		if err := s.artifacts.DeleteJob(cleanup, id); err != nil {
 			s.log.WarnContext(r.Context(), "retention: removing files of an evicted job", "job", id, "error", err.Error())
 		}
 	}
@@ -263,14 +265,24 @@ func preferWait(values []string, def, maxSeconds int) (time.Duration, bool) {
 			if !hasVal {
 				return time.Duration(def) * time.Second, true
 			}
-			n, err := strconv.Atoi(strings.Trim(strings.TrimSpace(val), `"`))
-			if err != nil || n < 0 {
+			n, ok := parseInt(strings.Trim(strings.TrimSpace(val), `"`))
+			if !ok || n < 0 {
 				return 0, false
 			}
 			return time.Duration(min(n, maxSeconds)) * time.Second, n > 0
 		}
 	}
 	return 0, false
+}
+
+// parseInt reads a decimal integer. One too large for an int is still an integer, and the
+// callers clamp it: it comes back as the largest (or smallest) int rather than as an error.
+func parseInt(s string) (int, bool) {
+	n, err := strconv.Atoi(s)
+	if errors.Is(err, strconv.ErrRange) {
+		return n, true // Atoi saturates at the bound on overflow
+	}
+	return n, err == nil
 }
 
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
@@ -280,8 +292,8 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 	}
 	limit := s.cat.Limits.ListDefault
 	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
+		n, ok := parseInt(v)
+		if !ok {
 			s.writeError(w, r, job.Invalid("limit", "must be an integer from 1 to %d, got %q", s.cat.Limits.ListMax, v))
 			return
 		}
@@ -327,7 +339,8 @@ func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if err := s.artifacts.DeleteJob(r.Context(), j.ID); err != nil {
+	// The row is gone, so its files must go too, even if the caller hangs up now.
+	if err := s.artifacts.DeleteJob(context.WithoutCancel(r.Context()), j.ID); err != nil {
 		s.log.WarnContext(r.Context(), "delete: removing job files", "job", j.ID, "error", err.Error())
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "job", "id": j.ID, "deleted": true})

@@ -38,8 +38,21 @@ func newMetrics(s *Server) *metrics {
 }
 
 func (m *metrics) observe(method, route string, status int, d time.Duration) {
+	method = methodLabel(method)
 	m.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
 	m.latency.WithLabelValues(method, route).Observe(d.Seconds())
+}
+
+// methodLabel keeps the method label to the methods of HTTP itself. A client may send any
+// token as a method, and each distinct label value is a series kept for the life of the
+// process, so taking the method as sent would let anyone grow the server's memory.
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return method
+	}
+	return "other"
 }
 
 func (m *metrics) handler() http.Handler {

@@ -62,11 +62,12 @@ type App struct {
 	Artifacts artifact.Store
 	API       *api.Server
 
-	http   *http.Server
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	errs   chan error
-	once   sync.Once
+	http        *http.Server
+	cancel      context.CancelFunc
+	closeStores func() error
+	wg          sync.WaitGroup
+	errs        chan error
+	once        sync.Once
 }
 
 // Start opens the data folder and starts serving; it returns once the listener is bound.
@@ -85,9 +86,10 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		st.Close()
 		return nil, fmt.Errorf("opening the artifact folder: %w", err)
 	}
+	closeStores := func() error { return errors.Join(st.Close(), arts.Close()) }
 	secret, err := sessionSecret(filepath.Join(cfg.DataDir, "session.key"))
 	if err != nil {
-		st.Close()
+		closeStores()
 		return nil, err
 	}
 	sweepOrphans(ctx, st, arts, log)
@@ -107,7 +109,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		st.Close()
+		closeStores()
 		return nil, fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -118,8 +120,9 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		API:       srv,
 		http: &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second,
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
-		cancel: cancel,
-		errs:   make(chan error, 2),
+		cancel:      cancel,
+		closeStores: closeStores,
+		errs:        make(chan error, 2),
 	}
 	a.wg.Go(func() {
 		if err := a.http.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
@@ -181,7 +184,7 @@ func (a *App) Close() error {
 		}
 		a.cancel()
 		a.wg.Wait()
-		err = errors.Join(err, a.Store.Close())
+		err = errors.Join(err, a.closeStores())
 	})
 	return err
 }
@@ -199,9 +202,9 @@ func withDefaults(cfg Config) Config {
 	if cfg.MSAServerURL == "" {
 		cfg.MSAServerURL = catalog.DefaultMSAServer
 	}
-	if cfg.Limits == (catalog.Limits{}) {
-		cfg.Limits = catalog.DefaultLimits()
-	}
+	// The catalog fills every limit left at zero with its default; the worker's caps must be
+	// the limits the catalog advertises, so they are taken from it.
+	cfg.Limits = catalog.New(cfg.Limits).Limits
 	if cfg.Slots == 0 {
 		cfg.Slots = max(1, GPUCount())
 	}

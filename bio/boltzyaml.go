@@ -40,6 +40,10 @@ func parseBoltzYAML(name, text string) (*Complex, error) {
 	if !utf8.ValidString(text) {
 		return nil, &Error{Msg: "the input is not valid UTF-8 text"}
 	}
+	// YAML breaks lines at \r\n, \r and \n alike and reads every break in a scalar as \n
+	// (YAML 1.2 §5.4), but the lexer counts a \r\n inside a quoted scalar as two lines: with
+	// the breaks made \n first, an error's line is the one an editor shows.
+	text = strings.ReplaceAll(strings.ReplaceAll(text, "\r\n", "\n"), "\r", "\n")
 	tokens := lexer.Tokenize(text)
 	depth := 0
 	for _, tk := range tokens {

@@ -252,6 +252,8 @@ func TestParseYAMLErrors(t *testing.T) {
 		{"syntax error", "sequences: [\n", "line 1, column 12: YAML syntax: sequence end token ']' not found"},
 		{"duplicate key", "sequences: []\nsequences: []\n", `line 2, column 1: YAML syntax: mapping key "sequences" already defined`},
 		{"tab indentation", "sequences:\n\t- protein: {id: A, sequence: MK}\n", "line 2, column 1: YAML syntax"},
+		{"lines as an editor counts them, CRLF or CR", "sequences:\r\n  - protein: {id: A, sequence: \"MK\r\n\r\n    TA\"}\r  - rna: {id: R, sequence: MK}\r\n",
+			"line 5, column 28: sequences[1].rna.sequence position 1: 'M' is not an RNA base"},
 		{"two documents", prot + "---\n" + prot, "line 6, column 10: the input holds 2 YAML documents; send each as its own target"},
 		{"a bare sequence", "MKTAYIAKQR", "the input is neither FASTA"},
 		{"a list at the top", "- protein: {id: A, sequence: MK}\n", "line 1, column 1: the input is neither FASTA"},

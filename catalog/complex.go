@@ -127,6 +127,8 @@ const boltzMinDistance, boltzMaxDistance = 4, 20
 // (src/boltz/data/parse/schema.py):
 //   - entries with the same type and sequence are one entity to Boltz, which takes the
 //     modifications and cyclic flag of the first for all and fails unless their MSAs agree;
+//     so are ligand entries with the same SMILES or CCD codes, which makes each a copy and
+//     none of them an affinity binder;
 //   - one target cannot mix an alignment the caller sent with one searched on the server;
 //   - pocket and contact distances are supported between 4 and 20 Å.
 func boltzRules(cx *bio.Complex, params map[string]any) error {
@@ -142,6 +144,15 @@ func boltzRules(cx *bio.Complex, params map[string]any) error {
 				return bio.Errorf(e.Pos, "chains %s and %s have the same sequence, and Boltz reads them as copies of one "+
 					"molecule, so they must have the same msa, modifications and cyclic; list both ids on one entry "+
 					"(id: [%s, %s]) or make those fields agree", prev.IDs[0], e.IDs[0], prev.IDs[0], e.IDs[0])
+			}
+		}
+	}
+	if a := cx.Affinity; a != nil {
+		binder, _ := cx.Entity(a.Binder)
+		for _, e := range cx.Entities {
+			if e.Kind == bio.Ligand && e.IDs[0] != binder.IDs[0] && e.SMILES == binder.SMILES && slices.Equal(e.CCD, binder.CCD) {
+				return bio.Errorf(a.Pos, "affinity binder %s: chain %s is the same ligand, and Boltz reads the two as copies of one "+
+					"molecule, which it predicts no affinity for; give the binder a single copy", a.Binder, e.IDs[0])
 			}
 		}
 	}
@@ -181,21 +192,30 @@ func boltzRules(cx *bio.Complex, params map[string]any) error {
 // samplePattern matches the names that extra samples of a target take (<target>_sample_<k>).
 var samplePattern = regexp.MustCompile(`^(.+)_sample_[0-9]+$`)
 
-// checkArtifactNames refuses a target name that another target's artifacts would also
-// take: <target>_sample_<k>.cif holds the k-th further sample of <target>.
-func checkArtifactNames(targets []job.Target) error {
+// checkArtifactNames refuses a target name that clashes with another target's artifacts,
+// compared without case as paths are: <target>.<ext> is its best structure and
+// <target>_sample_<k>.<ext> its further samples (ext as output_format says), and its other
+// files lie in the folder <target>/. A target named like another's sample would share a
+// file with it; one named like another's structure file would need a folder where that
+// file is.
+func checkArtifactNames(targets []job.Target, ext string) error {
 	names := map[string]int{}
 	for i, t := range targets {
 		names[strings.ToLower(t.Name)] = i
 	}
 	for i, t := range targets {
-		m := samplePattern.FindStringSubmatch(t.Name)
+		stem, isFile := strings.CutSuffix(strings.ToLower(t.Name), "."+ext)
+		if j, ok := names[stem]; ok && isFile {
+			return job.Invalid(fmt.Sprintf("targets[%d].name", i), "%q is the name of the structure file of targets[%d] (%s.%s), "+
+				"and the files of a target go in a folder of its name; rename it", t.Name, j, targets[j].Name, ext)
+		}
+		m := samplePattern.FindStringSubmatch(stem)
 		if m == nil {
 			continue
 		}
-		if j, ok := names[strings.ToLower(m[1])]; ok {
-			return job.Invalid(fmt.Sprintf("targets[%d].name", i), "%q is the name of the further samples of targets[%d] (%s_sample_<k>.cif); rename it",
-				t.Name, j, targets[j].Name)
+		if j, ok := names[m[1]]; ok {
+			return job.Invalid(fmt.Sprintf("targets[%d].name", i), "%q is the name of the further samples of targets[%d] (%s_sample_<k>.%s); rename it",
+				t.Name, j, targets[j].Name, ext)
 		}
 	}
 	return nil

@@ -65,11 +65,14 @@ func TestNewPredictAcceptsInputs(t *testing.T) {
 		{"an inline alignment and a server chain mix when the server is off", body("", "sequences:\n  - protein:\n      id: A\n      sequence: MKTAYI\n"+a3mFor+
 			"  - protein: {id: B, sequence: GG}\n", `{"use_msa_server": false}`)},
 		{"same sequence twice with the same settings", body("", "sequences:\n  - protein: {id: A, sequence: MK, cyclic: true}\n  - protein: {id: B, sequence: MK, cyclic: true}\n", "")},
+		{"affinity for one of two different ligands", body("", protA+ligL+"  - ligand: {id: M, smiles: CCN}\nproperties:\n  - affinity: {binder: L}\n", "")},
 		{"same sequence as protein and as RNA is no conflict", body("", "sequences:\n  - protein: {id: A, sequence: ACG}\n  - rna: {id: B, sequence: ACG, cyclic: true}\n", "")},
 		{"one-letter chains in pdb output", body("", protA+ligL, `{"output_format": "pdb"}`)},
 		{"protenix takes ligands and nucleic acids", body("protenix-v2", protA+ligL+"  - dna: {id: D, sequence: ACGT}\n", "")},
 		{"esmfold2 takes proteins with msa: empty", body("esmfold2", "sequences:\n  - protein: {id: A, sequence: MK, msa: empty}\n", "")},
 		{"targets named like samples of nothing", `{"targets": [{"name": "x_sample_1", "content": ">a\nMK"}]}`},
+		{"targets named like structure files of nothing", `{"targets": [{"name": "x.cif", "content": ">a\nMK"}, {"name": "y_sample_1.cif", "content": ">a\nMK"}]}`},
+		{"a target named like another's file of the other format", `{"targets": [{"name": "x", "content": ">a\nMK"}, {"name": "x.pdb", "content": ">a\nMK"}]}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -122,12 +125,20 @@ func TestNewPredictRejectsInputs(t *testing.T) {
 			"input", "chains A and B have the same sequence"},
 		{"Boltz: an inline alignment beside a server chain", body("", "sequences:\n  - protein:\n      id: A\n      sequence: MKTAYI\n"+a3mFor+"  - protein: {id: B, sequence: GG}\n", ""),
 			"input", "line 8, column 5: chain B would be aligned on the MSA server while chain A has the alignment you sent, and Boltz cannot mix the two"},
+		{"Boltz: affinity for a ligand that another entry repeats", body("", protA+ligL+"  - ligand: {id: M, smiles: CCO}\nproperties:\n  - affinity: {binder: L}\n", ""),
+			"input", "line 6, column 5: affinity binder L: chain M is the same ligand, and Boltz reads the two as copies of one molecule"},
+		{"Boltz: affinity for a CCD ligand that another entry repeats", body("", protA+"  - ligand: {id: M, ccd: SAH}\n  - ligand: {id: L, ccd: [SAH]}\nproperties:\n  - affinity: {binder: L}\n", ""),
+			"input", "affinity binder L: chain M is the same ligand"},
 		{"Boltz: a pocket closer than 4 Å", body("", protA+ligL+"constraints:\n  - pocket: {binder: L, contacts: [[A, 1]], max_distance: 2.5}\n", ""),
 			"input", "line 5, column 5: max_distance 2.5 is outside the 4 to 20 Å that Boltz supports"},
 		{"Boltz: a contact further than 20 Å", body("", protA+ligL+"constraints:\n  - contact: {token1: [A, 1], token2: [L, C1], max_distance: 25}\n", ""),
 			"input", "max_distance 25 is outside the 4 to 20 Å"},
 		{"a target named like another's samples", `{"targets": [{"name": "x", "content": ">a\nMK"}, {"name": "X_sample_2", "content": ">a\nMK"}]}`,
 			"targets[1].name", `"X_sample_2" is the name of the further samples of targets[0] (x_sample_<k>.cif); rename it`},
+		{"a target named like another's structure file", `{"targets": [{"name": "x", "content": ">a\nMK"}, {"name": "X.cif", "content": ">a\nMK"}]}`,
+			"targets[1].name", `"X.cif" is the name of the structure file of targets[0] (x.cif), and the files of a target go in a folder of its name; rename it`},
+		{"a target named like another's sample file", `{"targets": [{"name": "x_sample_1.pdb", "content": ">a\nMK"}, {"name": "x", "content": ">a\nMK"}], "params": {"output_format": "pdb"}}`,
+			"targets[0].name", `"x_sample_1.pdb" is the name of the further samples of targets[1] (x_sample_<k>.pdb); rename it`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -68,7 +68,11 @@ func (c *Catalog) NewPredict(r *PredictRequest) (*job.Job, error) {
 			return nil, invalid(inputField(j.Input, i), err)
 		}
 	}
-	if err := checkArtifactNames(j.Input.Targets); err != nil {
+	ext := "cif"
+	if j.Params["output_format"] == "pdb" {
+		ext = "pdb"
+	}
+	if err := checkArtifactNames(j.Input.Targets, ext); err != nil {
 		return nil, err
 	}
 	return j, nil

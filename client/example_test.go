@@ -94,7 +94,11 @@ func Example() {
 		panic(err)
 	}
 	for _, row := range res.Rows {
-		fmt.Printf("%s %s plddt=%.2f ptm=%.2f\n", row.ID, row.Status, row.PLDDT, row.PTM)
+		if row.Status != "ok" { // a failed target has an error and no scores
+			fmt.Printf("%s failed: %s\n", row.ID, row.Error)
+			continue
+		}
+		fmt.Printf("%s %s plddt=%.2f ptm=%.2f\n", row.ID, row.Status, *row.PLDDT, *row.PTM)
 	}
 	for _, a := range res.Artifacts {
 		fmt.Println(a.Type, a.Path)

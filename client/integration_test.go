@@ -47,7 +47,7 @@ func TestEachKindThroughTheSDK(t *testing.T) {
 			return c.CreatePrediction(ctx, &client.PredictRequest{Name: "many:2", Targets: []client.Target{
 				{Name: "a", Content: ">A\nMKTAYIAKQ\n"}, {Name: "b", Content: ">B\nGSGSGS\n"}}}, nil)
 		}, func(t *testing.T, r *client.Results) {
-			if len(r.Rows) != 2 || r.Rows[0].Status != "ok" || r.Rows[0].PLDDT == 0 || r.Rows[1].ID != "t2" {
+			if len(r.Rows) != 2 || r.Rows[0].Status != "ok" || r.Rows[0].PLDDT == nil || r.Rows[1].ID != "t2" {
 				t.Errorf("rows %+v", r.Rows)
 			}
 			if len(r.Artifacts) != 6 || r.Artifacts[4].Path != "extra/extra_1.txt" {

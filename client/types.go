@@ -179,8 +179,9 @@ func (r Results) MarshalJSON() ([]byte, error) {
 	return json.Marshal(m)
 }
 
-// Row is one target of a prediction: the fields every model reports, the ones some models
-// add (nil when absent), and in Extra whatever else the row carries.
+// Row is one target of a prediction: the fields every row has, the scores (nil when the
+// row has none: a failed target has no scores, and a model may give one as null), and in
+// Extra whatever else the row carries.
 type Row struct {
 	ID        string  `json:"id"`
 	Status    string  `json:"status"` // "ok" or "failed"
@@ -189,10 +190,10 @@ type Row struct {
 	NResidues int     `json:"n_residues"`
 	Samples   int     `json:"samples"`
 	MSA       bool    `json:"msa"`
-	PLDDT     float64 `json:"plddt"` // 0..1
-	PTM       float64 `json:"ptm"`
 	RuntimeS  float64 `json:"runtime_s"`
 
+	PLDDT           *float64 `json:"plddt,omitempty"` // 0..1
+	PTM             *float64 `json:"ptm,omitempty"`
 	ComplexPLDDT    *float64 `json:"complex_plddt,omitempty"`
 	IPTM            *float64 `json:"iptm,omitempty"`
 	ConfidenceScore *float64 `json:"confidence_score,omitempty"`
@@ -205,7 +206,8 @@ type Row struct {
 	AffinityPredValue2         *float64 `json:"affinity_pred_value2,omitempty"`
 	AffinityProbabilityBinary2 *float64 `json:"affinity_probability_binary2,omitempty"`
 
-	// Extra holds the row's other fields, as decoded JSON.
+	// Extra holds the row's other fields, as decoded JSON, and the typed fields it sent as
+	// null, so that the row marshals back to what the server sent.
 	Extra map[string]any `json:"-"`
 }
 
@@ -221,7 +223,9 @@ func (r *Row) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	for _, k := range rowKeys {
-		delete(all, k)
+		if all[k] != nil {
+			delete(all, k)
+		}
 	}
 	*r = Row(known)
 	if len(all) > 0 {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -186,7 +187,7 @@ func TestBoltzInputForms(t *testing.T) {
 
 func TestBoltzTargetsWithFailures(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, withBoltz(t))
+	s := startProxied(t, withBoltz(t))
 	id := s.create("/v1/predictions", map[string]any{"params": map[string]any{"use_msa_server": false}, "targets": []map[string]any{
 		{"name": "lysozyme", "content": ">A\nKVFGRCELAAAMKRHGLDNYRGYSLGNWVCAAKFESNFNTQATNRNTDGSTDYGILQINSRWWCNDG\n"},
 		{"name": "skip-me", "content": ">A\nMKTAYIAK\n"},
@@ -206,6 +207,20 @@ func TestBoltzTargetsWithFailures(t *testing.T) {
 	}
 	names := zipNames(t, s.get("/v1/jobs/"+id+"/archive").expect(http.StatusOK).Body)
 	mustf(t, names["lysozyme.cif"] && names["target4.cif"] && names["results.json"], "archive %v", names)
+
+	// The CLI passes the rows on as the API sent them, and shows no score for a target
+	// that has none.
+	var api, printed any
+	mustf(t, json.Unmarshal(s.get("/v1/jobs/"+id+"/results").expect(http.StatusOK).Body, &api) == nil, "results JSON")
+	r := s.runCLI(t, "", nil, "jobs", "results", id, "--json").expect(t, exitOK)
+	mustf(t, json.Unmarshal([]byte(r.stdout), &printed) == nil && reflect.DeepEqual(printed, api),
+		"jobs results --json is not the API's manifest:\n api: %v\n cli: %s", api, r.stdout)
+	r = s.runCLI(t, "", nil, "jobs", "results", id).expect(t, exitOK)
+	for line := range strings.Lines(r.stdout) {
+		if f := strings.Fields(line); len(f) > 4 && (f[0] == "skip-me" || f[0] == "oom-big") {
+			mustf(t, f[1] == "failed" && f[2] == "-" && f[3] == "-" && f[4] == "-", "a failed target's scores: %q", line)
+		}
+	}
 }
 
 func TestBoltzJobFails(t *testing.T) {
@@ -308,6 +323,8 @@ func TestBoltzMalformedInputs(t *testing.T) {
 		{"affinity for a protein", yaml(prot + "properties:\n  - affinity: {binder: A}\n"), []string{"chain A is a protein; affinity is predicted for a ligand chain"}},
 		{"affinity for a ligand with copies", yaml(prot + "  - ligand: {id: [L, M], ccd: SAH}\nproperties:\n  - affinity: {binder: L}\n"), []string{"affinity needs a ligand with a single copy"}},
 		{"affinity for a chain that does not exist", yaml(prot + "properties:\n  - affinity: {binder: Z}\n"), []string{`binder names chain "Z"`}},
+		{"affinity for a ligand another entry repeats", yaml(prot + lig + "  - ligand: {id: M, smiles: CCO}\nproperties:\n  - affinity: {binder: L}\n"),
+			[]string{"affinity binder L: chain M is the same ligand"}},
 		{"two affinity properties", yaml(prot + lig + "  - ligand: {id: M, smiles: CC}\nproperties:\n  - affinity: {binder: L}\n  - affinity: {binder: M}\n"), []string{"only one affinity property per target"}},
 		{"affinity ligand too large", yaml(prot + "  - ligand: {id: L, smiles: '" + strings.Repeat("C", 130) + "'}\nproperties:\n  - affinity: {binder: L}\n"), []string{"has 130 heavy atoms; affinity takes at most 128"}},
 		{"more chains than the cap", yaml("sequences:\n  - protein: {id: [A, B, C, D, E, F, G, H, I], sequence: MK}\n"), []string{"input: has 9 chains, over the cap of 8 (chains_per_complex)"}},
@@ -334,6 +351,8 @@ func TestBoltzMalformedInputs(t *testing.T) {
 		{"a target's error names the target", targets(">a\nMK", "sequences:\n  - protein: {id: A, sequence: MK1}\n"), []string{"targets[1].content: line 2, column 32"}},
 		{"a target named like another's samples", `{"targets": [{"name": "x", "content": ">a\nMK"}, {"name": "x_sample_1", "content": ">a\nMK"}]}`,
 			[]string{"targets[1].name", "further samples of targets[0]"}},
+		{"a target named like another's structure file", `{"targets": [{"name": "x", "content": ">a\nMK"}, {"name": "x.cif", "content": ">a\nMK"}]}`,
+			[]string{"targets[1].name", "structure file of targets[0] (x.cif)"}},
 	}
 	if len(tests) < 40 {
 		t.Fatalf("the table has %d cases; it must keep at least 40", len(tests))

@@ -76,8 +76,10 @@ type proxied struct {
 }
 
 type seenRequest struct {
-	Method, Path, Range, IfRange string
-	Status                       int
+	Method, Path, Range, IfRange, IdempotencyKey string
+	Status                                       int
+	RetryAfter                                   string // of the answer
+	At                                           time.Time
 }
 
 func startProxied(t *testing.T, opts ...option) *proxied {
@@ -101,7 +103,8 @@ func startProxied(t *testing.T, opts ...option) *proxied {
 			t.Errorf("CLI: %s %s → %d does not match the OpenAPI document: %v", req.Method, req.URL.Path, res.StatusCode, err)
 		}
 		p.mu.Lock()
-		p.seen = append(p.seen, seenRequest{req.Method, req.URL.Path, req.Header.Get("Range"), req.Header.Get("If-Range"), res.StatusCode})
+		p.seen = append(p.seen, seenRequest{req.Method, req.URL.Path, req.Header.Get("Range"), req.Header.Get("If-Range"),
+			req.Header.Get("Idempotency-Key"), res.StatusCode, res.Header.Get("Retry-After"), time.Now()})
 		cut := p.cut
 		p.mu.Unlock()
 		res.Body = io.NopCloser(bytes.NewReader(body))

@@ -10,8 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The CLI tests run the chaperone binary as a user would, against a real server, through
@@ -248,6 +250,32 @@ func TestCLIExitCodes(t *testing.T) {
 		}
 	}
 	mustf(t, len(posts) == 2 && posts[0].Status == 429 && posts[1].Status == 429, "the create was tried %v, want twice, 429 both times", posts)
+	// The retry is the same request: the same Idempotency-Key, sent no sooner than the
+	// server asked.
+	mustf(t, posts[0].IdempotencyKey != "" && posts[1].IdempotencyKey == posts[0].IdempotencyKey,
+		"the retry carried Idempotency-Key %q, the first attempt %q", posts[1].IdempotencyKey, posts[0].IdempotencyKey)
+	after, err := strconv.Atoi(posts[0].RetryAfter)
+	mustf(t, err == nil && after >= 1 && posts[1].At.Sub(posts[0].At) >= time.Duration(after)*time.Second,
+		"the retry came %v after a 429 with Retry-After %q", posts[1].At.Sub(posts[0].At), posts[0].RetryAfter)
+}
+
+// TestCLIIdempotencyKey: a create run again with the same --idempotency-key (a script that
+// is rerun) returns the job the first run made; the same key with another input is refused.
+func TestCLIIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	p := startProxied(t)
+	first := jsonOf(t, p.runCLI(t, "", nil, "predict", "--sequence", "MKTAYIAKQ", "--name", "ok", "--idempotency-key", "run-7", "--json").expect(t, exitOK).stdout)
+	again := jsonOf(t, p.runCLI(t, "", nil, "predict", "--sequence", "MKTAYIAKQ", "--name", "ok", "--idempotency-key", "run-7", "--json").expect(t, exitOK).stdout)
+	mustf(t, first["id"] != nil && again["id"] == first["id"], "the rerun made job %v, the first run %v", again["id"], first["id"])
+	r := p.runCLI(t, "", nil, "predict", "--sequence", "GSGSGS", "--name", "ok", "--idempotency-key", "run-7").expect(t, exitUsage)
+	mustf(t, strings.Contains(r.stderr, "422"), "the key reused with another input: %s", r.stderr)
+	var keys []string
+	for _, s := range p.requests() {
+		if s.Method == http.MethodPost {
+			keys = append(keys, s.IdempotencyKey)
+		}
+	}
+	mustf(t, slices.Equal(keys, []string{"run-7", "run-7", "run-7"}), "creates sent Idempotency-Key %q", keys)
 }
 
 // TestCLIResumesACutDownload: the proxy breaks the archive off half way. A run without

@@ -245,17 +245,6 @@ func (s *server) waitStatus(id, status string, headers ...string) map[string]any
 	return s.waitFor(id, 20*time.Second, func(j map[string]any) bool { return j["status"] == status }, headers...)
 }
 
-func statusIs(statuses ...string) func(map[string]any) bool {
-	return func(j map[string]any) bool {
-		for _, s := range statuses {
-			if j["status"] == s {
-				return true
-			}
-		}
-		return false
-	}
-}
-
 func sortedKeys(m map[string]any) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {

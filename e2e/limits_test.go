@@ -121,6 +121,8 @@ func TestListingPagesNewestFirstWithoutSkipsOrRepeats(t *testing.T) {
 	all := live.get("/v1/jobs?limit=1000").expect(http.StatusOK).json()
 	mustf(t, len(all["data"].([]any)) == 26, "limit=1000 gave %d of 26 jobs", len(all["data"].([]any)))
 	live.get("/v1/jobs?limit=0").expect(http.StatusOK)
+	huge := live.get("/v1/jobs?limit=99999999999999999999").expect(http.StatusOK).json() // an integer, so clamped
+	mustf(t, len(huge["data"].([]any)) == 26, "limit=99999999999999999999 gave %d of 26 jobs", len(huge["data"].([]any)))
 	live.get("/v1/jobs?limit=ten").problem(http.StatusBadRequest, "invalid-input")
 	live.get("/v1/jobs?cursor=definitely-not-a-cursor").problem(http.StatusBadRequest, "invalid-input")
 }
@@ -130,11 +132,18 @@ func TestMetricsCountRequestsJobsAndWorkers(t *testing.T) {
 	s := startServer(t)
 	s.waitStatus(s.predict("ok"), "succeeded")
 	s.get("/v1/jobs/0123456789abcdef0123456789abcdef").expect(http.StatusNotFound)
+	// Methods of the client's invention share one label: each label value is a series the
+	// server keeps for good.
+	for _, m := range []string{"BREW", "WHEN1", "WHEN2"} {
+		s.request(m, "/v1/jobs", nil).problem(http.StatusMethodNotAllowed, "method-not-allowed")
+	}
 	r := s.get("/metrics").expect(http.StatusOK)
 	body := string(r.Body)
+	mustf(t, !strings.Contains(body, `method="BREW"`), "a made-up method became a metrics label")
 	for _, want := range []string{
 		`chaperone_http_requests_total{method="POST",route="POST /v1/predictions",status="202"} 1`,
 		`chaperone_http_requests_total{method="GET",route="GET /v1/jobs/{id}",status="404"} 1`,
+		`chaperone_http_requests_total{method="other",route="unmatched",status="405"} 3`,
 		`chaperone_http_request_duration_seconds_bucket{method="GET",route="GET /v1/jobs/{id}"`,
 		`chaperone_jobs{kind="predict",model="boltz2",status="succeeded"} 1`,
 		`chaperone_queue_depth 0`,

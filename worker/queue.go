@@ -19,6 +19,7 @@ type Queue interface {
 	Complete(ctx context.Context, id string, attempt int, out store.Outcome) error
 	// Abandon drops what a lost attempt wrote: its result files, and everything of a job
 	// that no longer exists (its log may have been appended to after the job was deleted).
+	// An attempt that the store shows as the one that succeeded keeps its files.
 	Abandon(ctx context.Context, id string, attempt int) error
 	AppendLog(ctx context.Context, id string, p []byte) error
 	PutArtifact(ctx context.Context, id string, attempt int, path string, r io.Reader) error
@@ -53,8 +54,17 @@ func (l *Local) Complete(ctx context.Context, id string, attempt int, out store.
 }
 
 func (l *Local) Abandon(ctx context.Context, id string, attempt int) error {
-	if _, err := l.Store.GetJob(ctx, id); errors.Is(err, job.ErrNotFound) {
+	j, err := l.Store.GetJob(ctx, id)
+	switch {
+	case errors.Is(err, job.ErrNotFound):
 		return l.Artifacts.DeleteJob(ctx, id)
+	case err != nil:
+		return err
+	case j.Status == job.Succeeded && j.Attempt == attempt:
+		// The attempt won after all: its completion was recorded although the worker was
+		// told otherwise (an error after the commit, or a retried completion that found the
+		// job already done). Its files are the job's results now.
+		return nil
 	}
 	return l.Artifacts.DeleteAttempt(ctx, id, attempt)
 }

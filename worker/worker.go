@@ -45,8 +45,11 @@ type Config struct {
 	Heartbeat time.Duration
 	// Poll is how often an idle slot looks for work when no notification came, a backstop
 	// for notifications a remote queue cannot deliver.
-	Poll   time.Duration
-	Logger *slog.Logger
+	Poll time.Duration
+	// Recheck is how often the engines are checked again, so that a tool installed while
+	// the worker runs becomes available without a restart.
+	Recheck time.Duration
+	Logger  *slog.Logger
 }
 
 // Worker runs jobs from a queue until its context ends.
@@ -82,6 +85,9 @@ func New(cfg Config) *Worker {
 	if cfg.Poll == 0 {
 		cfg.Poll = 5 * time.Second
 	}
+	if cfg.Recheck == 0 {
+		cfg.Recheck = time.Minute
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -111,6 +117,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.wg.Go(func() { w.slot(ctx) })
 	}
 	w.wg.Go(func() { w.keepAnnouncing(ctx) })
+	w.wg.Go(func() { w.keepChecking(ctx) })
 	return nil
 }
 
@@ -150,14 +157,29 @@ func (w *Worker) announce(ctx context.Context) error {
 	return w.cfg.Queue.PutWorker(ctx, rec)
 }
 
-// keepAnnouncing refreshes the worker's liveness, and re-checks its engines now and then so
-// a tool installed while the server runs becomes available without a restart.
+// keepAnnouncing refreshes the worker's liveness.
 func (w *Worker) keepAnnouncing(ctx context.Context) {
 	// A worker counts as live for one lease TTL after it announced itself (app wires the
 	// API so), so announce three times per TTL.
 	announce := time.NewTicker(w.cfg.LeaseTTL / 3)
 	defer announce.Stop()
-	recheck := time.NewTicker(time.Minute)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-announce.C:
+		}
+		if err := w.announce(ctx); err != nil && ctx.Err() == nil {
+			w.log.Warn("worker heartbeat failed", "error", err.Error())
+		}
+	}
+}
+
+// keepChecking re-checks the engines now and then. It runs apart from keepAnnouncing: a
+// check may take minutes (a tool that is slow to start), and the worker must not look dead
+// to the API meanwhile, which would refuse creates for every model it serves.
+func (w *Worker) keepChecking(ctx context.Context) {
+	recheck := time.NewTicker(w.cfg.Recheck)
 	defer recheck.Stop()
 	for {
 		select {
@@ -165,10 +187,6 @@ func (w *Worker) keepAnnouncing(ctx context.Context) {
 			return
 		case <-recheck.C:
 			w.checkEngines(ctx)
-		case <-announce.C:
-		}
-		if err := w.announce(ctx); err != nil && ctx.Err() == nil {
-			w.log.Warn("worker heartbeat failed", "error", err.Error())
 		}
 	}
 }
@@ -240,7 +258,7 @@ func (w *Worker) run(ctx context.Context, j *job.Job) {
 	var results *job.Results
 	if err == nil && context.Cause(runCtx) == nil {
 		tracker.report(job.Progress{Stage: job.StageWriting, Done: j.Total, Total: j.Total})
-		results, err = w.upload(runCtx, j, out)
+		results, err = w.upload(runCtx, j, workDir, out)
 	}
 	stop(nil)
 	<-beats
@@ -327,12 +345,26 @@ func (w *Worker) execute(ctx context.Context, j *job.Job, workDir string, jl *jo
 	})
 }
 
-// upload stores the run's files and builds the results manifest.
-func (w *Worker) upload(ctx context.Context, j *job.Job, out *engine.Output) (*job.Results, error) {
+// upload stores the run's files and builds the results manifest. Every file is read through
+// the job's work folder and must lie inside it: the tool ran on the caller's input, and a
+// file it named or a symlink it left must not make a result of something else on the
+// worker (its keys, another job's input). A path may be listed once only, or the job's
+// archive, which holds every artifact at its path, could never be built.
+func (w *Worker) upload(ctx context.Context, j *job.Job, workDir string, out *engine.Output) (*job.Results, error) {
+	root, err := os.OpenRoot(workDir)
+	if err != nil {
+		return nil, fmt.Errorf("opening the work folder: %w", err)
+	}
+	defer root.Close()
 	res := &job.Results{Rows: out.Rows, Designs: out.Designs, Embedding: out.Embedding,
 		Artifacts: make([]job.Artifact, 0, len(out.Files))}
+	listed := make(map[string]bool, len(out.Files))
 	for _, f := range out.Files {
-		if err := w.putFile(ctx, j, f); err != nil {
+		if listed[f.Path] {
+			return nil, fmt.Errorf("the engine reported the artifact %s twice", f.Path)
+		}
+		listed[f.Path] = true
+		if err := w.putFile(ctx, j, root, workDir, f); err != nil {
 			return nil, fmt.Errorf("storing artifact %s: %w", f.Path, err)
 		}
 		res.Artifacts = append(res.Artifacts, f.Artifact)
@@ -340,13 +372,34 @@ func (w *Worker) upload(ctx context.Context, j *job.Job, out *engine.Output) (*j
 	return res, nil
 }
 
-func (w *Worker) putFile(ctx context.Context, j *job.Job, f engine.File) error {
-	r, err := os.Open(f.Local)
+func (w *Worker) putFile(ctx context.Context, j *job.Job, root *os.Root, workDir string, f engine.File) error {
+	rel, err := relativeTo(workDir, f.Local)
+	if err != nil {
+		return err
+	}
+	r, err := root.Open(rel)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
 	return w.cfg.Queue.PutArtifact(ctx, j.ID, j.Attempt, f.Path, r)
+}
+
+// relativeTo returns the path of file inside dir, or an error when it lies outside.
+func relativeTo(dir, file string) (string, error) {
+	absDir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	absFile, err := filepath.Abs(file)
+	if err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(absDir, absFile)
+	if err != nil || !filepath.IsLocal(rel) {
+		return "", errors.New("the engine named a file outside the job's work folder")
+	}
+	return rel, nil
 }
 
 func (w *Worker) abandon(j *job.Job) {

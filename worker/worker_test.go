@@ -3,10 +3,13 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -40,25 +43,35 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { arts.Close() })
 	return &fixture{t: t, dir: dir, store: st, arts: arts}
 }
 
-// start runs a worker with the test engine on q until the test ends.
-func (f *fixture) start(id string, q Queue) {
+// start runs a worker with eng on q until the test ends. Its leases last leaseTTL
+// without a heartbeat.
+func (f *fixture) start(id string, q Queue, eng engine.Engine, leaseTTL time.Duration) {
 	f.t.Helper()
-	reg, err := engine.NewRegistry(enginetest.New("boltz2"))
+	reg, err := engine.NewRegistry(eng)
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w := New(Config{ID: id, Slots: 1, Engines: reg, Queue: q, WorkDir: filepath.Join(f.dir, "work-"+id),
-		LeaseTTL: 400 * time.Millisecond, Heartbeat: 50 * time.Millisecond, Poll: 50 * time.Millisecond,
+		LeaseTTL: leaseTTL, Heartbeat: 50 * time.Millisecond, Poll: 50 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err := w.Start(ctx); err != nil {
 		f.t.Fatal(err)
 	}
 	f.t.Cleanup(func() { cancel(); w.Wait() })
 }
+
+// Lease times for the workers of these tests: a short one for a worker whose lease must run
+// out soon once it falls silent, and one for every other worker that no delay of a loaded
+// machine between two heartbeats comes near.
+const (
+	shortLease = 400 * time.Millisecond
+	safeLease  = time.Minute
+)
 
 func (f *fixture) local() *Local { return &Local{Store: f.store, Artifacts: f.arts, MaxAttempts: 2} }
 
@@ -99,8 +112,21 @@ func (f *fixture) waitJob(id string, pred func(*job.Job) bool) *job.Job {
 // would: its lease runs out although its job is still running.
 type silentQueue struct {
 	*Local
-	mute atomic.Bool
-	lost atomic.Int32 // heartbeats answered ErrLeaseLost
+	mute      atomic.Bool
+	lost      atomic.Int32  // heartbeats answered ErrLeaseLost
+	abandoned chan struct{} // closed once the worker gave up an attempt
+	once      sync.Once
+}
+
+func newSilentQueue(l *Local) *silentQueue {
+	q := &silentQueue{Local: l, abandoned: make(chan struct{})}
+	q.mute.Store(true)
+	return q
+}
+
+func (q *silentQueue) Abandon(ctx context.Context, id string, attempt int) error {
+	defer q.once.Do(func() { close(q.abandoned) })
+	return q.Local.Abandon(ctx, id, attempt)
 }
 
 func (q *silentQueue) Heartbeat(ctx context.Context, hb store.Heartbeat) error {
@@ -116,14 +142,13 @@ func (q *silentQueue) Heartbeat(ctx context.Context, hb store.Heartbeat) error {
 
 func TestALostLeaseIsRunAgainAndTheStaleAttemptIsFencedOut(t *testing.T) {
 	f := newFixture(t)
-	cutOff := &silentQueue{Local: f.local()}
-	cutOff.mute.Store(true)
-	f.start("cut-off", cutOff)
+	cutOff := newSilentQueue(f.local())
+	f.start("cut-off", cutOff, enginetest.New("boltz2"), shortLease)
 	id := f.submit("slow:40") // four seconds of work
 	f.waitJob(id, func(j *job.Job) bool { return j.Status == job.Running && j.WorkerID == "cut-off" })
 
 	// The lease expires; the reaper hands the job to a healthy worker as attempt 2.
-	f.start("healthy", f.local())
+	f.start("healthy", f.local(), enginetest.New("boltz2"), safeLease)
 	go store.Reap(t.Context(), f.store, 100*time.Millisecond, 2, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	f.waitJob(id, func(j *job.Job) bool { return j.Attempt == 2 && j.WorkerID == "healthy" })
 	cutOff.mute.Store(false) // the cut-off worker comes back and learns it lost the job
@@ -131,6 +156,11 @@ func TestALostLeaseIsRunAgainAndTheStaleAttemptIsFencedOut(t *testing.T) {
 	done := f.waitJob(id, func(j *job.Job) bool { return j.Status.Terminal() })
 	if done.Status != job.Succeeded || done.Attempt != 2 {
 		t.Fatalf("job ended %s at attempt %d (error %q), want succeeded at attempt 2", done.Status, done.Attempt, done.Error)
+	}
+	select {
+	case <-cutOff.abandoned:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the cut-off worker never gave up its attempt")
 	}
 	if cutOff.lost.Load() == 0 {
 		t.Fatal("the cut-off worker was never told that its lease was lost")
@@ -153,8 +183,7 @@ func TestTwoLostAttemptsFailTheJob(t *testing.T) {
 	f := newFixture(t)
 	id := f.submit("hang")
 	for _, worker := range []string{"first", "second"} {
-		q := &silentQueue{Local: f.local()}
-		q.mute.Store(true)
+		q := newSilentQueue(f.local())
 		// A worker that leases and then goes silent, released as a restart would.
 		reg, _ := engine.NewRegistry(enginetest.New("boltz2"))
 		ctx, cancel := context.WithCancel(context.Background())
@@ -174,5 +203,170 @@ func TestTwoLostAttemptsFailTheJob(t *testing.T) {
 	j := f.waitJob(id, func(j *job.Job) bool { return j.Status.Terminal() })
 	if j.Status != job.Failed || !strings.Contains(j.Error, "lost 2 times") {
 		t.Fatalf("after two lost attempts the job is %s with error %q", j.Status, j.Error)
+	}
+}
+
+// resultEngine stands in for a tool whose run reports the files that files returns.
+type resultEngine struct {
+	files func(workDir string) ([]engine.File, error)
+}
+
+func (resultEngine) Name() string                              { return "results" }
+func (resultEngine) Models() []string                          { return []string{"boltz2"} }
+func (resultEngine) Check(context.Context, engine.Tools) error { return nil }
+
+func (e resultEngine) Run(_ context.Context, run *engine.Run) (*engine.Output, error) {
+	files, err := e.files(run.WorkDir)
+	return &engine.Output{Files: files}, err
+}
+
+func structure(local string) engine.File {
+	return engine.File{Local: local, Artifact: job.Artifact{Path: "t1.cif", Target: "t1", Type: job.ArtifactStructure}}
+}
+
+// runToEnd runs one job on a worker with eng and returns it once it has ended.
+func runToEnd(t *testing.T, eng engine.Engine) (*fixture, *job.Job) {
+	t.Helper()
+	f := newFixture(t)
+	f.start("w", f.local(), eng, safeLease)
+	id := f.submit("results")
+	return f, f.waitJob(id, func(j *job.Job) bool { return j.Status.Terminal() })
+}
+
+// A tool run on a hostile input may report as its result a file outside its work folder,
+// by a symlink it left there or by naming the file itself.
+func TestResultFilesOutsideTheWorkFolderAreRefused(t *testing.T) {
+	for _, link := range []bool{true, false} {
+		t.Run(fmt.Sprintf("symlink %v", link), func(t *testing.T) {
+			t.Parallel()
+			secret := filepath.Join(t.TempDir(), "id_ed25519")
+			if err := os.WriteFile(secret, []byte("the worker's private key"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			f, j := runToEnd(t, resultEngine{files: func(workDir string) ([]engine.File, error) {
+				if !link {
+					return []engine.File{structure(secret)}, nil
+				}
+				planted := filepath.Join(workDir, "t1.cif")
+				return []engine.File{structure(planted)}, os.Symlink(secret, planted)
+			}})
+			if j.Status != job.Failed || !strings.Contains(j.Error, "t1.cif") {
+				t.Errorf("job ended %s with error %q, want failed naming t1.cif", j.Status, j.Error)
+			}
+			if strings.Contains(j.Error, secret) {
+				t.Errorf("the error %q shows a path of the worker", j.Error)
+			}
+			if _, err := f.arts.Open(context.Background(), j.ID, j.Attempt, "t1.cif"); !errors.Is(err, artifact.ErrNotFound) {
+				t.Errorf("the file outside the work folder was stored as a result: %v", err)
+			}
+		})
+	}
+}
+
+// An archive holds each artifact at its path, so a path listed twice would make a job
+// whose archive can never be built.
+func TestAnArtifactListedTwiceFailsTheJob(t *testing.T) {
+	t.Parallel()
+	_, j := runToEnd(t, resultEngine{files: func(workDir string) ([]engine.File, error) {
+		local := filepath.Join(workDir, "model_0.cif")
+		return []engine.File{structure(local), structure(local)}, os.WriteFile(local, []byte("data_t1\n"), 0o644)
+	}})
+	if j.Status != job.Failed || !strings.Contains(j.Error, "t1.cif twice") {
+		t.Errorf("job ended %s with error %q, want failed naming t1.cif twice", j.Status, j.Error)
+	}
+}
+
+// slowCheckEngine's checks after the first take until the worker stops, as a tool that is
+// slow to start might; checking is closed when such a check has begun.
+type slowCheckEngine struct {
+	*enginetest.Engine
+	checks   atomic.Int32
+	checking chan struct{}
+}
+
+func (e *slowCheckEngine) Check(ctx context.Context, tools engine.Tools) error {
+	if e.checks.Add(1) == 2 {
+		close(e.checking)
+		<-ctx.Done()
+	}
+	return e.Engine.Check(ctx, tools)
+}
+
+// announceQueue reports every announcement of the worker.
+type announceQueue struct {
+	*Local
+	announced chan struct{}
+}
+
+func (q *announceQueue) PutWorker(ctx context.Context, w store.Worker) error {
+	select {
+	case q.announced <- struct{}{}:
+	default:
+	}
+	return q.Local.PutWorker(ctx, w)
+}
+
+func TestASlowEngineCheckDoesNotMakeTheWorkerLookDead(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	eng := &slowCheckEngine{Engine: enginetest.New("boltz2"), checking: make(chan struct{})}
+	reg, err := engine.NewRegistry(eng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := &announceQueue{Local: f.local(), announced: make(chan struct{}, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := New(Config{ID: "w", Slots: 1, Engines: reg, Queue: q, WorkDir: filepath.Join(f.dir, "work"),
+		LeaseTTL: 300 * time.Millisecond, Recheck: 10 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); w.Wait() })
+
+	timeout := time.After(20 * time.Second)
+	select {
+	case <-eng.checking:
+	case <-timeout:
+		t.Fatal("the engines were never checked again")
+	}
+	for range 2 { // one announcement may have been on its way before the check began
+		select {
+		case <-q.announced:
+		case <-timeout:
+			t.Fatal("the worker stopped announcing itself while an engine check ran")
+		}
+	}
+}
+
+// A worker may be told that its completion failed although it was recorded (an error after
+// the commit, or a retry that finds the job done): abandoning the attempt then must not
+// take the results of a succeeded job.
+func TestAbandoningTheAttemptThatSucceededKeepsItsResults(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	id := f.submit("ok")
+	now := time.Now()
+	j, err := f.store.LeaseJob(ctx, store.LeaseRequest{WorkerID: "w", Models: []string{"boltz2"}, Now: now, LeaseUntil: now.Add(time.Minute)})
+	if err != nil || j == nil || j.ID != id {
+		t.Fatalf("lease: %v, %v", j, err)
+	}
+	q := f.local()
+	if err := q.PutArtifact(ctx, id, 1, "t1.cif", strings.NewReader("data_t1\n")); err != nil {
+		t.Fatal(err)
+	}
+	res := &job.Results{Artifacts: []job.Artifact{{Path: "t1.cif", Target: "t1", Type: job.ArtifactStructure}}}
+	if err := q.Complete(ctx, id, 1, store.Outcome{Status: job.Succeeded, Results: res, Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Complete(ctx, id, 1, store.Outcome{Status: job.Succeeded, Results: res, Now: now}); !errors.Is(err, job.ErrLeaseLost) {
+		t.Fatalf("a repeated completion: %v, want ErrLeaseLost", err)
+	}
+	if err := q.Abandon(ctx, id, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.arts.Open(ctx, id, 1, "t1.cif"); err != nil {
+		t.Errorf("the succeeded job lost its results: %v", err)
 	}
 }

@@ -294,7 +294,7 @@ func (cl *cli) results(ctx context.Context, id string) error {
 	case client.KindPredict:
 		fmt.Fprintln(tw, "TARGET\tSTATUS\tPLDDT\tPTM\tIPTM\tCHAINS\tRESIDUES\tSECONDS\tERROR")
 		for _, row := range r.Rows {
-			fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.3f\t%s\t%d\t%d\t%.1f\t%s\n", row.ID, row.Status, row.PLDDT, row.PTM,
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%.1f\t%s\n", row.ID, row.Status, number(row.PLDDT), number(row.PTM),
 				number(row.IPTM), row.NChains, row.NResidues, row.RuntimeS, row.Error)
 		}
 	case client.KindDesign:

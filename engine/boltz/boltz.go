@@ -230,7 +230,9 @@ func (e *Engine) plan(cx *bio.Complex, useServer bool, cache *msaCache, files st
 		case en.MSA.Source == bio.MSANone || en.MSA.Source == bio.MSAAuto && !useServer:
 			t.msas[i] = "empty"
 		case en.MSA.Source == bio.MSAInline:
-			p := filepath.Join(files, fmt.Sprintf("%s_msa%d.%s", cx.Name, i+1, en.MSA.Format))
+			// One file per Boltz entity: Boltz skips an input whose copies of one sequence
+			// name different MSA files, and the catalog has checked that their texts agree.
+			p := filepath.Join(files, fmt.Sprintf("%s_msa%d.%s", cx.Name, groups[i]+1, en.MSA.Format))
 			if err := os.WriteFile(p, []byte(en.MSA.Text), 0o644); err != nil {
 				return nil, err
 			}

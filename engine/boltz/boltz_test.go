@@ -403,6 +403,45 @@ func TestRunAffinity(t *testing.T) {
 	}
 }
 
+// TestRunSameSequenceSharesItsAlignment: Boltz reads entries with the same sequence as
+// copies of one molecule and skips the input unless they name the same MSA file, so an
+// alignment sent inline for both is written once and named by both.
+func TestRunSameSequenceSharesItsAlignment(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	content, _ := json.Marshal(`sequences:
+  - protein:
+      id: A
+      sequence: MKTAYI
+      msa: |
+        >query
+        MKTAYI
+        >hit
+        MK-AYI
+  - ligand: {id: L, ccd: SAH}
+  - protein:
+      id: B
+      sequence: MKTAYI
+      msa: |
+        >query
+        MKTAYI
+        >hit
+        MK-AYI
+`)
+	out := h.mustRun(newJob(t, `{"targets": [{"name": "dimer", "content": `+string(content)+`}]}`))
+	if row := out.Rows[0]; row["status"] != "ok" || row["n_chains"] != 3 || row["msa"] != true {
+		t.Errorf("row %v", row)
+	}
+	yaml, err := os.ReadFile(filepath.Join(h.workDir, "inputs", "dimer.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msa := fmt.Sprintf("msa: %q", filepath.Join(h.workDir, "files", "dimer_msa1.a3m"))
+	if strings.Count(string(yaml), msa) != 2 || strings.Count(string(yaml), "msa:") != 2 {
+		t.Errorf("both copies must name one alignment file (%s):\n%s", msa, yaml)
+	}
+}
+
 func TestRunAlignmentCache(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)

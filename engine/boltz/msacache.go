@@ -3,10 +3,8 @@ package boltz
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -87,8 +85,8 @@ func (c *msaCache) store(key string, files []string) error {
 			return err
 		}
 	}
-	if err := os.Rename(tmp, entry); err != nil && !errors.Is(err, fs.ErrExist) {
-		// Another job stored the same search first; its entry is as good.
+	if err := os.Rename(tmp, entry); err != nil {
+		// Another job may have stored the same search first; its entry is as good.
 		if _, statErr := os.Stat(entry); statErr != nil {
 			return err
 		}

@@ -142,9 +142,11 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx, changed func(ids 
 	if err != nil {
 		return fmt.Errorf("sqlite: begin: %w", err)
 	}
+	// Also when fn panics (and the HTTP layer recovers): the transaction holds the one
+	// writer connection, and every later write would wait for it for good.
+	defer func() { _ = tx.Rollback() }() // after a commit, a no-op
 	var ids []string
 	if err := fn(tx, func(id ...string) { ids = append(ids, id...) }); err != nil {
-		_ = tx.Rollback()
 		return err
 	}
 	if err := tx.Commit(); err != nil {

@@ -322,3 +322,21 @@ func benchResults(id string) *job.Results {
 	}
 	return r
 }
+
+// TestAPanicInAWriteReleasesTheWriter: a write that panics, recovered above it as the HTTP
+// layer recovers a handler, must not keep the one writer connection from the next write.
+func TestAPanicInAWriteReleasesTheWriter(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	func() {
+		defer func() { _ = recover() }()
+		_ = s.write(t.Context(), func(*sql.Tx, func(...string)) error { panic("a bug") })
+	}()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	j := &job.Job{ID: job.NewID(), Owner: job.Owner{Kind: job.OwnerIP, ID: "192.0.2.1"}, Kind: job.PredictKind,
+		RunModel: "boltz2", Status: job.Queued, CreatedAt: time.Now()}
+	if _, err := s.CreateJob(ctx, j, store.CreateOptions{}); err != nil {
+		t.Fatalf("the write after a panicking one: %v", err)
+	}
+}

@@ -1,0 +1,117 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chaperone-bio/chaperone/artifact"
+	artifactfs "github.com/chaperone-bio/chaperone/artifact/fs"
+	"github.com/chaperone-bio/chaperone/catalog"
+	"github.com/chaperone-bio/chaperone/job"
+	"github.com/chaperone-bio/chaperone/store"
+	"github.com/chaperone-bio/chaperone/store/sqlite"
+)
+
+// hangUpStore ends the request, as a client that hangs up would, right after a write has
+// removed jobs from the store: the request's context is canceled before the server has
+// removed their files.
+type hangUpStore struct {
+	store.Store
+	hangUp context.CancelFunc
+}
+
+func (s *hangUpStore) DeleteJob(ctx context.Context, id string, owner job.Owner) (*job.Job, error) {
+	defer s.hangUp()
+	return s.Store.DeleteJob(ctx, id, owner)
+}
+
+func (s *hangUpStore) CreateJob(ctx context.Context, j *job.Job, opts store.CreateOptions) (store.CreateResult, error) {
+	defer s.hangUp()
+	return s.Store.CreateJob(ctx, j, opts)
+}
+
+// The caller of these requests: httptest's default client address.
+var testOwner = job.Owner{Kind: job.OwnerIP, ID: "192.0.2.1"}
+
+func TestFilesOfRemovedJobsGoEvenWhenTheCallerHangsUp(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	arts, err := artifactfs.Open(filepath.Join(dir, "artifacts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { arts.Close() })
+	now := time.Now()
+	if err := st.PutWorker(ctx, store.Worker{ID: "w", Models: []string{catalog.DefaultPredictModel}, Slots: 1, SeenAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	// finished makes a succeeded job of testOwner with a result file.
+	finished := func() string {
+		t.Helper()
+		j := &job.Job{ID: job.NewID(), Owner: testOwner, Kind: job.PredictKind, Model: "boltz2", RunModel: "boltz2",
+			Status: job.Queued, CreatedAt: now, Total: 1}
+		if _, err := st.CreateJob(ctx, j, store.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		l, err := st.LeaseJob(ctx, store.LeaseRequest{WorkerID: "w", Models: []string{"boltz2"}, Now: now, LeaseUntil: now.Add(time.Minute)})
+		if err != nil || l == nil || l.ID != j.ID {
+			t.Fatalf("lease: %v, %v", l, err)
+		}
+		if err := arts.Put(ctx, j.ID, 1, "t1.cif", strings.NewReader("data_t1\n")); err != nil {
+			t.Fatal(err)
+		}
+		res := &job.Results{Artifacts: []job.Artifact{{Path: "t1.cif", Target: "t1", Type: job.ArtifactStructure}}}
+		if err := st.CompleteJob(ctx, j.ID, 1, store.Outcome{Status: job.Succeeded, Results: res, Now: now}); err != nil {
+			t.Fatal(err)
+		}
+		return j.ID
+	}
+	// serve runs one request that the caller abandons once the store has removed the jobs.
+	serve := func(limits catalog.Limits, method, path, body string) *httptest.ResponseRecorder {
+		t.Helper()
+		reqCtx, hangUp := context.WithCancel(ctx)
+		defer hangUp()
+		srv := New(Config{Catalog: catalog.New(limits), Store: &hangUpStore{Store: st, hangUp: hangUp}, Artifacts: arts,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), WorkerTTL: time.Hour})
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, httptest.NewRequestWithContext(reqCtx, method, path, strings.NewReader(body)))
+		return w
+	}
+	filesGone := func(id string) {
+		t.Helper()
+		if _, err := arts.Open(ctx, id, 1, "t1.cif"); !errors.Is(err, artifact.ErrNotFound) {
+			t.Errorf("the files of removed job %s are still there (%v)", id, err)
+		}
+	}
+
+	deleted := finished()
+	if w := serve(catalog.DefaultLimits(), http.MethodDelete, "/v1/jobs/"+deleted, ""); w.Code != http.StatusOK {
+		t.Fatalf("delete: %d %s", w.Code, w.Body)
+	}
+	filesGone(deleted)
+
+	evicted := finished()
+	limits := catalog.DefaultLimits()
+	limits.RetainedJobs = 1
+	if w := serve(limits, http.MethodPost, "/v1/predictions", `{"sequence": "MKT"}`); w.Code != http.StatusAccepted {
+		t.Fatalf("create: %d %s", w.Code, w.Body)
+	}
+	if _, err := st.GetJob(ctx, evicted); !errors.Is(err, job.ErrNotFound) {
+		t.Fatalf("the create evicted nothing: %v", err)
+	}
+	filesGone(evicted)
+}

@@ -1,0 +1,75 @@
+package app
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/chaperone-bio/chaperone/catalog"
+)
+
+// openUnder lists the files this process holds open under dir, read from /proc/self/fd.
+func openUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd to count open files")
+	}
+	var held []string
+	for _, fd := range fds {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name()))
+		if err == nil && strings.HasPrefix(target, dir) {
+			held = append(held, target)
+		}
+	}
+	return held
+}
+
+func TestAServerLeavesNoFileOpenOnceClosedOrFailedToStart(t *testing.T) {
+	t.Parallel()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+
+	dir := t.TempDir()
+	a, err := Start(context.Background(), Config{Addr: "127.0.0.1:0", DataDir: dir, NoWorker: true, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if held := openUnder(t, dir); len(held) > 0 {
+		t.Errorf("after Close the server still holds %v", held)
+	}
+	runtime.KeepAlive(a) // a file left open must be found open, not closed by a finalizer
+
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	dir = t.TempDir()
+	if _, err := Start(context.Background(), Config{Addr: taken.Addr().String(), DataDir: dir, NoWorker: true, Logger: quiet}); err == nil {
+		t.Fatal("Start on a taken address succeeded")
+	}
+	if held := openUnder(t, dir); len(held) > 0 {
+		t.Errorf("after a failed start the server still holds %v", held)
+	}
+}
+
+// A configuration that sets some limits gets the defaults of the rest, and so does the
+// worker, whose runtime and stall caps must be the ones GET /v1/models advertises.
+func TestLimitsLeftUnsetTakeTheAdvertisedDefaults(t *testing.T) {
+	t.Parallel()
+	got := withDefaults(Config{Limits: catalog.Limits{QueuedJobs: 5}}).Limits
+	want := catalog.DefaultLimits()
+	want.QueuedJobs = 5
+	if got != want {
+		t.Errorf("limits = %+v, want %+v", got, want)
+	}
+}
