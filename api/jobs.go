@@ -54,7 +54,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, validate func([]
 		s.writeProblem(w, r, probInvalid, "Idempotency-Key: must be 1 to 255 printable ASCII characters.")
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(s.cat.Limits.RequestBytes)))
+	body, err := s.readBody(w, r)
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
 		s.writeProblem(w, r, probTooLarge, fmt.Sprintf("The request body is over the limit of %d bytes.", tooLarge.Limit))
@@ -69,6 +69,25 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, validate func([]
 		s.writeError(w, r, err)
 		return
 	}
+	opts := store.CreateOptions{Limits: s.storeLimits()}
+	if hasKey {
+		sum := sha256.Sum256(append([]byte(r.URL.Path+"\n"), body...))
+		opts.IdempotencyKey, opts.RequestHash = idemKey[0], hex.EncodeToString(sum[:])
+		// A replay is answered before the availability check: a client retrying a create
+		// that went through gets its job even while no worker is live.
+		orig, hash, err := s.store.FindIdempotent(r.Context(), owner, opts.IdempotencyKey)
+		switch {
+		case err == nil && hash != opts.RequestHash:
+			s.writeError(w, r, job.ErrIdempotencyReused)
+			return
+		case err == nil:
+			s.answerCreate(w, r, orig, http.StatusOK)
+			return
+		case !errors.Is(err, job.ErrNotFound):
+			s.writeError(w, r, err)
+			return
+		}
+	}
 	if err := s.checkAvailable(r.Context(), j); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -77,12 +96,6 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, validate func([]
 	j.Owner = owner
 	j.Status = job.Queued
 	j.CreatedAt = s.now().UTC()
-	opts := store.CreateOptions{Limits: s.storeLimits()}
-	if hasKey {
-		opts.IdempotencyKey = idemKey[0]
-		sum := sha256.Sum256(append([]byte(r.URL.Path+"\n"), body...))
-		opts.RequestHash = hex.EncodeToString(sum[:])
-	}
 	res, err := s.store.CreateJob(r.Context(), j, opts)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -99,16 +112,38 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, validate func([]
 	if !res.Created {
 		status = http.StatusOK
 	}
-	final, held, err := s.hold(r, res.Job)
+	s.answerCreate(w, r, res.Job, status)
+}
+
+// answerCreate answers a create with its job, held first if the caller asked to wait. The
+// job exists whatever happens during the hold, so a failed re-read (the job was deleted or
+// evicted meanwhile) answers with the job as created rather than an error that would make
+// the client create it again.
+func (s *Server) answerCreate(w http.ResponseWriter, r *http.Request, j *job.Job, status int) {
+	final, held, err := s.hold(r, j)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		final = j
 	}
 	if held {
 		w.Header().Set("Preference-Applied", "wait")
 	}
 	w.Header().Set("Location", "/v1/jobs/"+final.ID)
 	writeJSON(w, status, jobView(final))
+}
+
+// bodyReadTimeout bounds how long a client may take to send a create's body, so a client
+// trickling bytes cannot hold a connection and its buffers indefinitely.
+const bodyReadTimeout = 2 * time.Minute
+
+// readBody reads a create's body within the size cap and the read timeout.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	// Not every ResponseWriter supports deadlines (httptest's does not); the size cap
+	// still holds there.
+	if err := rc.SetReadDeadline(time.Now().Add(bodyReadTimeout)); err == nil {
+		defer rc.SetReadDeadline(time.Time{})
+	}
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, int64(s.cat.Limits.RequestBytes)))
 }
 
 func validIdempotencyKey(k string) bool {

@@ -15,6 +15,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -118,7 +121,10 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		Store:     st,
 		Artifacts: arts,
 		API:       srv,
-		http: &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second,
+		// No ReadTimeout or WriteTimeout: they would cut long-polls and archives that
+		// stream for as long as they take. Headers are bounded here, a create's body in
+		// the API, and an idle keep-alive connection is closed after two minutes.
+		http: &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
 		cancel:      cancel,
 		closeStores: closeStores,
@@ -139,6 +145,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		w := worker.New(worker.Config{
 			ID:       cfg.WorkerID,
 			Slots:    cfg.Slots,
+			GPUs:     GPUs(),
 			Engines:  reg,
 			Tools:    cfg.Tools,
 			Queue:    &worker.Local{Store: st, Artifacts: arts, MaxAttempts: cfg.MaxAttempts},
@@ -206,7 +213,7 @@ func withDefaults(cfg Config) Config {
 	// the limits the catalog advertises, so they are taken from it.
 	cfg.Limits = catalog.New(cfg.Limits).Limits
 	if cfg.Slots == 0 {
-		cfg.Slots = max(1, GPUCount())
+		cfg.Slots = max(1, len(GPUs()))
 	}
 	if cfg.WorkerID == "" {
 		host, _ := os.Hostname()
@@ -259,20 +266,36 @@ func sweepOrphans(ctx context.Context, st store.Store, arts artifact.Store, log 
 	}
 }
 
-var nvidiaDevice = regexp.MustCompile(`^nvidia[0-9]+$`)
+var nvidiaDevice = regexp.MustCompile(`^nvidia([0-9]+)$`)
 
-// GPUCount counts the NVIDIA GPUs this machine exposes (/dev/nvidiaN), for the default
-// number of worker slots.
-func GPUCount() int {
+// GPUs lists the CUDA device ids the in-process worker may use: those of
+// CUDA_VISIBLE_DEVICES when the operator set it (so a server limited to some GPUs stays
+// within them), else every NVIDIA GPU the machine exposes as /dev/nvidiaN.
+func GPUs() []string {
+	if v, ok := os.LookupEnv("CUDA_VISIBLE_DEVICES"); ok {
+		var ids []string
+		for _, id := range strings.Split(v, ",") {
+			if id = strings.TrimSpace(id); id != "" {
+				ids = append(ids, id)
+			}
+		}
+		return ids
+	}
 	entries, err := os.ReadDir("/dev")
 	if err != nil {
-		return 0
+		return nil
 	}
-	n := 0
+	var ids []int
 	for _, e := range entries {
-		if nvidiaDevice.MatchString(e.Name()) {
-			n++
+		if m := nvidiaDevice.FindStringSubmatch(e.Name()); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			ids = append(ids, n)
 		}
 	}
-	return n
+	slices.Sort(ids)
+	out := make([]string, len(ids))
+	for i, n := range ids {
+		out[i] = strconv.Itoa(n)
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -71,5 +72,23 @@ func TestLimitsLeftUnsetTakeTheAdvertisedDefaults(t *testing.T) {
 	want.QueuedJobs = 5
 	if got != want {
 		t.Errorf("limits = %+v, want %+v", got, want)
+	}
+}
+
+func TestGPUsFollowCUDAVisibleDevices(t *testing.T) {
+	tests := []struct {
+		env  string
+		want []string
+	}{
+		{"2,3", []string{"2", "3"}},
+		{" 1 , 0 ", []string{"1", "0"}},
+		{"GPU-5f1e-uuid", []string{"GPU-5f1e-uuid"}},
+		{"", nil},
+	}
+	for _, tt := range tests {
+		t.Setenv("CUDA_VISIBLE_DEVICES", tt.env)
+		if got := GPUs(); !slices.Equal(got, tt.want) {
+			t.Errorf("CUDA_VISIBLE_DEVICES=%q: GPUs() = %q, want %q", tt.env, got, tt.want)
+		}
 	}
 }

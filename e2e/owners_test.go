@@ -9,6 +9,7 @@ import (
 
 	"github.com/chaperone-bio/chaperone/apikey"
 	"github.com/chaperone-bio/chaperone/app"
+	"github.com/chaperone-bio/chaperone/store"
 )
 
 // issueKey makes a key out of band, as `chaperone keys create` does.
@@ -134,4 +135,24 @@ func TestIdempotencyKeys(t *testing.T) {
 	// Deleting the job frees its key.
 	s.request(http.MethodDelete, "/v1/jobs/"+first["id"].(string), nil).expect(http.StatusOK)
 	s.post("/v1/predictions", map[string]any{"sequence": "MKT", "name": "ok"}, "Idempotency-Key: run-1").expect(http.StatusAccepted)
+}
+
+func TestAReplayIsAnsweredEvenWhileNoWorkerIsLive(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, withoutWorker())
+	ctx := context.Background()
+	// A worker record stands for a GPU node that is live now and gone a moment later.
+	if err := s.Store.PutWorker(ctx, store.Worker{ID: "gpu-node", Models: []string{"boltz2"}, Slots: 1, SeenAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	body := map[string]any{"sequence": "MKTAYIAKQ"}
+	id := s.post("/v1/predictions", body, "Idempotency-Key: while-live").expect(http.StatusAccepted).json()["id"]
+	if err := s.Store.RemoveWorker(ctx, "gpu-node"); err != nil {
+		t.Fatal(err)
+	}
+	replay := s.post("/v1/predictions", body, "Idempotency-Key: while-live").expect(http.StatusOK).json()
+	mustf(t, replay["id"] == id, "the replay returned %v, want the original %v", replay["id"], id)
+	s.post("/v1/predictions", map[string]any{"sequence": "MKTAYIAKQR"}, "Idempotency-Key: while-live").
+		problem(http.StatusUnprocessableEntity, "idempotency-key-reused")
+	s.post("/v1/predictions", body, "Idempotency-Key: after").problem(http.StatusServiceUnavailable, "unavailable")
 }

@@ -36,6 +36,11 @@ type Jobs interface {
 	// measure time by j.CreatedAt. When only active jobs are left to evict, retention
 	// stops and the create succeeds over Limits.Retained.
 	CreateJob(ctx context.Context, j *job.Job, opts CreateOptions) (CreateResult, error)
+	// FindIdempotent returns the job that owner created with an idempotency key, and the
+	// RequestHash of that create; job.ErrNotFound when the key is unused. It lets a caller
+	// answer a replay before checks that only a new job needs (worker availability);
+	// CreateJob still decides races between concurrent creates.
+	FindIdempotent(ctx context.Context, owner job.Owner, key string) (*job.Job, string, error)
 	// GetJob returns job.ErrNotFound for an unknown id.
 	GetJob(ctx context.Context, id string) (*job.Job, error)
 	// ListJobs returns the owner's jobs newest first. The cursor is opaque to callers; a

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -25,8 +26,12 @@ import (
 
 // Config is a worker's setup.
 type Config struct {
-	ID      string // stable across restarts, so a restarted worker can release its old jobs
-	Slots   int    // jobs run at once
+	ID    string // stable across restarts, so a restarted worker can release its old jobs
+	Slots int    // jobs run at once
+	// GPUs are the CUDA device ids this worker may use. Slot i runs its jobs with
+	// CUDA_VISIBLE_DEVICES set to GPUs[i mod len(GPUs)], so one slot per GPU keeps every
+	// job on a GPU of its own. Empty means no GPU (the variable is left alone).
+	GPUs    []string
 	Engines *engine.Registry
 	Tools   engine.Tools
 	Queue   Queue
@@ -113,8 +118,12 @@ func (w *Worker) Start(ctx context.Context) error {
 	if err := w.announce(ctx); err != nil {
 		return fmt.Errorf("worker: announcing: %w", err)
 	}
-	for range w.cfg.Slots {
-		w.wg.Go(func() { w.slot(ctx) })
+	for i := range w.cfg.Slots {
+		gpu := ""
+		if len(w.cfg.GPUs) > 0 {
+			gpu = w.cfg.GPUs[i%len(w.cfg.GPUs)]
+		}
+		w.wg.Go(func() { w.slot(ctx, gpu) })
 	}
 	w.wg.Go(func() { w.keepAnnouncing(ctx) })
 	w.wg.Go(func() { w.keepChecking(ctx) })
@@ -191,8 +200,9 @@ func (w *Worker) keepChecking(ctx context.Context) {
 	}
 }
 
-// slot runs one job at a time: lease, run, repeat; idle, it waits for a notification.
-func (w *Worker) slot(ctx context.Context) {
+// slot runs one job at a time on its GPU (none if gpu is empty): lease, run, repeat; idle,
+// it waits for a notification.
+func (w *Worker) slot(ctx context.Context, gpu string) {
 	wake, stop := w.cfg.Queue.WorkAvailable()
 	defer stop()
 	for ctx.Err() == nil {
@@ -215,7 +225,7 @@ func (w *Worker) slot(ctx context.Context) {
 			continue
 		}
 		w.busy.Add(1)
-		w.run(ctx, j)
+		w.run(ctx, j, gpu)
 		w.busy.Add(-1)
 	}
 }
@@ -234,7 +244,7 @@ func (w *Worker) loadedModels() []string {
 }
 
 // run drives one leased job to its end.
-func (w *Worker) run(ctx context.Context, j *job.Job) {
+func (w *Worker) run(ctx context.Context, j *job.Job, gpu string) {
 	log := w.log.With("job", j.ID, "attempt", j.Attempt, "model", j.RunModel)
 	log.Info("job started")
 	started := time.Now()
@@ -254,7 +264,7 @@ func (w *Worker) run(ctx context.Context, j *job.Job) {
 		w.heartbeat(runCtx, stop, j, started, jl, tracker)
 	}()
 
-	out, err := w.execute(runCtx, j, workDir, jl, tracker)
+	out, err := w.execute(runCtx, j, workDir, gpu, jl, tracker)
 	var results *job.Results
 	if err == nil && context.Cause(runCtx) == nil {
 		tracker.report(job.Progress{Stage: job.StageWriting, Done: j.Total, Total: j.Total})
@@ -299,8 +309,13 @@ func (w *Worker) run(ctx context.Context, j *job.Job) {
 	done, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	if err := w.cfg.Queue.Complete(done, j.ID, j.Attempt, outcome); err != nil {
-		// Fenced out: someone else owns the job's fate now (cancel, delete, a new attempt).
-		log.Info("completion not accepted", "error", err.Error())
+		if errors.Is(err, job.ErrLeaseLost) {
+			// Fenced out: someone else owns the job's fate now (cancel, delete, a new attempt).
+			log.Info("completion not accepted: the lease was lost")
+		} else {
+			// The job stays running until its lease runs out and it is tried again.
+			log.Error("completing the job failed", "error", err.Error())
+		}
 		w.abandon(j)
 		return
 	}
@@ -308,7 +323,7 @@ func (w *Worker) run(ctx context.Context, j *job.Job) {
 }
 
 // execute hands the job to its engine.
-func (w *Worker) execute(ctx context.Context, j *job.Job, workDir string, jl *jobLog, t *progressTracker) (*engine.Output, error) {
+func (w *Worker) execute(ctx context.Context, j *job.Job, workDir, gpu string, jl *jobLog, t *progressTracker) (*engine.Output, error) {
 	eng, ok := w.cfg.Engines.ForModel(j.RunModel)
 	if !ok {
 		return nil, fmt.Errorf("this worker has no engine for model %s", j.RunModel)
@@ -331,7 +346,7 @@ func (w *Worker) execute(ctx context.Context, j *job.Job, workDir string, jl *jo
 	if w.cfg.CacheDir != "" {
 		cacheDir = filepath.Join(w.cfg.CacheDir, eng.Name())
 	}
-	return eng.Run(ctx, &engine.Run{
+	return runEngine(ctx, eng, &engine.Run{
 		Job:      j,
 		WorkDir:  workDir,
 		CacheDir: cacheDir,
@@ -340,9 +355,25 @@ func (w *Worker) execute(ctx context.Context, j *job.Job, workDir string, jl *jo
 		Report:   t.report,
 		Exec: func(ctx context.Context, c engine.Command) error {
 			c.Env = append(c.Env[:len(c.Env):len(c.Env)], runMarker+"="+absWorkDir)
+			if gpu != "" {
+				c.Env = append(c.Env, "CUDA_VISIBLE_DEVICES="+gpu)
+			}
 			return proc.Exec(ctx, workDir, jl, c)
 		},
 	})
+}
+
+// runEngine runs one job through its engine. An engine that panics fails that job, with the
+// panic in the job's error and its stack in the run log, instead of taking the server down
+// with every other job in it.
+func runEngine(ctx context.Context, eng engine.Engine, run *engine.Run) (out *engine.Output, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			fmt.Fprintf(run.Log, "== chaperone: the %s engine panicked: %v ==\n%s", eng.Name(), v, debug.Stack())
+			out, err = nil, fmt.Errorf("internal error in the %s engine: %v", eng.Name(), v)
+		}
+	}()
+	return eng.Run(ctx, run)
 }
 
 // upload stores the run's files and builds the results manifest. Every file is read through

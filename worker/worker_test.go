@@ -370,3 +370,75 @@ func TestAbandoningTheAttemptThatSucceededKeepsItsResults(t *testing.T) {
 		t.Errorf("the succeeded job lost its results: %v", err)
 	}
 }
+
+func TestEachSlotRunsItsJobsOnItsOwnGPU(t *testing.T) {
+	f := newFixture(t)
+	first, second := f.submit("slow:5"), f.submit("slow:5")
+	reg, err := engine.NewRegistry(enginetest.New("boltz2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := New(Config{ID: "gpus", Slots: 2, GPUs: []string{"3", "5"}, Engines: reg, Queue: f.local(),
+		WorkDir: filepath.Join(f.dir, "work-gpus"), LeaseTTL: safeLease, Heartbeat: 50 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); w.Wait() }()
+
+	gpus := map[string]bool{}
+	for _, id := range []string{first, second} {
+		if j := f.waitJob(id, func(j *job.Job) bool { return j.Status.Terminal() }); j.Status != job.Succeeded {
+			t.Fatalf("job %s %s: %s", id, j.Status, j.Error)
+		}
+		rc, err := f.arts.OpenLog(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log, _ := io.ReadAll(rc)
+		rc.Close()
+		_, after, found := strings.Cut(string(log), "outputs on GPU ")
+		if !found {
+			t.Fatalf("job %s's tool did not report its GPU:\n%s", id, log)
+		}
+		gpu, _, _ := strings.Cut(after, "\n")
+		gpus[gpu] = true
+	}
+	if !gpus["3"] || !gpus["5"] {
+		t.Fatalf("two jobs running at once in two slots saw GPUs %v, want 3 and 5", gpus)
+	}
+}
+
+// panicky is an engine with a bug: it panics.
+type panicky struct{}
+
+func (panicky) Name() string                              { return "panicky" }
+func (panicky) Models() []string                          { return []string{"boltz2"} }
+func (panicky) Check(context.Context, engine.Tools) error { return nil }
+func (panicky) Run(context.Context, *engine.Run) (*engine.Output, error) {
+	var rows []map[string]any
+	rows[3]["plddt"] = 1 // index out of range
+	return nil, nil
+}
+
+func TestAnEnginePanicFailsItsJobAndTheWorkerGoesOn(t *testing.T) {
+	f := newFixture(t)
+	f.start("w", f.local(), panicky{}, safeLease)
+	for range 2 { // the second job proves the worker survived the first panic
+		id := f.submit("ok")
+		j := f.waitJob(id, func(j *job.Job) bool { return j.Status.Terminal() })
+		if j.Status != job.Failed || !strings.Contains(j.Error, "internal error in the panicky engine") {
+			t.Fatalf("job after an engine panic: %s, error %q", j.Status, j.Error)
+		}
+		rc, err := f.arts.OpenLog(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log, _ := io.ReadAll(rc)
+		rc.Close()
+		if !strings.Contains(string(log), "index out of range") || !strings.Contains(string(log), "goroutine") {
+			t.Fatalf("the log lacks the panic and its stack:\n%s", log)
+		}
+	}
+}

@@ -14,7 +14,7 @@ import (
 // for this machine: its GPUs, and the operator's alignment server.
 func builtinEngines(msaServer string) []engine.Engine {
 	return []engine.Engine{
-		boltz.New(boltz.Config{MSAServerURL: msaServer, GPU: app.GPUCount() > 0}),
+		boltz.New(boltz.Config{MSAServerURL: msaServer, GPU: len(app.GPUs()) > 0}),
 	}
 }
 

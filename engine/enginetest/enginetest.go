@@ -105,7 +105,7 @@ func (e *Engine) Run(ctx context.Context, run *engine.Run) (*engine.Output, erro
 func succeed(total int) string {
 	return fmt.Sprintf(`mkdir -p out; i=0; while [ $i -lt %d ]; do i=$((i+1)); `+
 		`printf 'data_t%%s\n_entry.id t%%s\n' $i $i > "out/t$i.cif"; `+
-		`printf '{"plddt": 0.8%%s, "ptm": 0.7}\n' $i > "out/t$i.json"; done; echo "wrote %d outputs"`, total, total)
+		`printf '{"plddt": 0.8%%s, "ptm": 0.7}\n' $i > "out/t$i.json"; done; echo "wrote %d outputs on GPU ${CUDA_VISIBLE_DEVICES:-none}"`, total, total)
 }
 
 func stageOf(k job.Kind) string {

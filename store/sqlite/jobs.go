@@ -270,6 +270,15 @@ func (s *Store) evict(ctx context.Context, tx *sql.Tx, retained int) ([]string, 
 }
 
 // GetJob implements store.Jobs.
+func (s *Store) FindIdempotent(ctx context.Context, owner job.Owner, key string) (*job.Job, string, error) {
+	var hash string
+	j, err := scanJob(s.st.idemFind.QueryRowContext(ctx, owner.String(), key), &hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, "", job.ErrNotFound
+	}
+	return j, hash, err
+}
+
 func (s *Store) GetJob(ctx context.Context, id string) (*job.Job, error) {
 	j, err := scanJob(s.st.getJob.QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) {

@@ -27,6 +27,7 @@ type stmts struct {
 	// Writer; used inside transactions through tx.StmtContext.
 	wGetJob      *sql.Stmt
 	idemLookup   *sql.Stmt
+	idemFind     *sql.Stmt
 	countActive  *sql.Stmt
 	pruneCreates *sql.Stmt
 	countCreates *sql.Stmt
@@ -56,6 +57,8 @@ func (st *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 
 		{&st.wGetJob, w, `SELECT ` + jobCols + ` FROM jobs WHERE id = ?`},
 		{&st.idemLookup, w, `SELECT ` + jobCols + `, request_hash FROM jobs
+			WHERE owner = ? AND idem_key = ?`},
+		{&st.idemFind, r, `SELECT ` + jobCols + `, request_hash FROM jobs
 			WHERE owner = ? AND idem_key = ?`},
 		{&st.countActive, w, `SELECT count(*) FROM jobs
 			WHERE owner = ? AND status IN ('queued', 'running')`},

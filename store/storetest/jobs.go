@@ -190,6 +190,19 @@ func testIdempotency(t *testing.T, open func(*testing.T) store.Store) {
 			t.Error("two owners share an idempotency entry")
 		}
 	})
+	t.Run("FindIdempotent sees what CreateJob stored", func(t *testing.T) {
+		t.Parallel()
+		first := createWith(t, s, newJob(alice), key("k-find", "h-find")).Job
+		found, hash, err := s.FindIdempotent(ctx, alice, "k-find")
+		if err != nil || hash != "h-find" {
+			t.Fatalf("FindIdempotent = hash %q, %v; want h-find", hash, err)
+		}
+		checkJob(t, "FindIdempotent", found, first)
+		_, _, err = s.FindIdempotent(ctx, bob, "k-find")
+		wantErr(t, "FindIdempotent for another owner", err, job.ErrNotFound)
+		_, _, err = s.FindIdempotent(ctx, alice, "k-never-used")
+		wantErr(t, "FindIdempotent of an unused key", err, job.ErrNotFound)
+	})
 	t.Run("no key, no idempotency", func(t *testing.T) {
 		t.Parallel()
 		create(t, s, newJob(carol))
