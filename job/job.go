@@ -79,8 +79,9 @@ type Job struct {
 	Attempt        int
 	WorkerID       string
 	LeaseExpiresAt time.Time
-	// LastActivityAt is the last time the running job reported progress or log output; the
-	// stall cap measures from it.
+	// LastActivityAt is the last time the running job reported progress or log output, as
+	// its worker's heartbeats say. The worker enforces the stall cap from its own clock; the
+	// store keeps this so that a job's liveness is on record beside its lease.
 	LastActivityAt time.Time
 
 	CreatedAt  time.Time
