@@ -119,16 +119,20 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, validate func([]
 // job exists whatever happens during the hold, so a failed re-read (the job was deleted or
 // evicted meanwhile) answers with the job as created rather than an error that would make
 // the client create it again.
+//
+// Only the rendered job is kept as that fallback, not the job itself, whose input (up to the
+// body cap) would otherwise stay in memory for the whole hold.
 func (s *Server) answerCreate(w http.ResponseWriter, r *http.Request, j *job.Job, status int) {
+	view := jobView(j)
+	w.Header().Set("Location", "/v1/jobs/"+j.ID)
 	final, held, err := s.hold(r, j)
-	if err != nil {
-		final = j
+	if err == nil {
+		view = jobView(final)
 	}
 	if held {
 		w.Header().Set("Preference-Applied", "wait")
 	}
-	w.Header().Set("Location", "/v1/jobs/"+final.ID)
-	writeJSON(w, status, jobView(final))
+	writeJSON(w, status, view)
 }
 
 // bodyReadTimeout bounds how long a client may take to send a create's body, so a client
