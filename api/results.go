@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"path"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -203,14 +204,7 @@ func (s *Server) artifact(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := r.PathValue("path")
-	listed := false
-	for _, a := range j.Results.Artifacts {
-		if a.Path == p {
-			listed = true
-			break
-		}
-	}
-	if !listed {
+	if !slices.ContainsFunc(j.Results.Artifacts, func(a job.Artifact) bool { return a.Path == p }) {
 		s.writeProblem(w, r, probNotFound, fmt.Sprintf("The job has no artifact %q; the results manifest lists every artifact path.", p))
 		return
 	}

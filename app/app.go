@@ -220,10 +220,7 @@ func withDefaults(cfg Config) Config {
 		cfg.WorkerID = "local-" + host
 	}
 	if cfg.LeaseTTL == 0 {
-		cfg.LeaseTTL = 30 * time.Second
-	}
-	if cfg.Heartbeat == 0 {
-		cfg.Heartbeat = time.Second
+		cfg.LeaseTTL = worker.DefaultLeaseTTL
 	}
 	if cfg.ReapEvery == 0 {
 		cfg.ReapEvery = 5 * time.Second

@@ -76,16 +76,23 @@ var (
 	errStall      = errors.New("stall cap")
 )
 
+// Lease timing defaults, shared with whoever wires a worker to an API that judges
+// liveness by the same TTL.
+const (
+	DefaultLeaseTTL  = 30 * time.Second
+	DefaultHeartbeat = time.Second
+)
+
 // New makes a worker; zero durations take working defaults.
 func New(cfg Config) *Worker {
 	if cfg.Slots < 1 {
 		cfg.Slots = 1
 	}
 	if cfg.LeaseTTL == 0 {
-		cfg.LeaseTTL = 30 * time.Second
+		cfg.LeaseTTL = DefaultLeaseTTL
 	}
 	if cfg.Heartbeat == 0 {
-		cfg.Heartbeat = time.Second
+		cfg.Heartbeat = DefaultHeartbeat
 	}
 	if cfg.Poll == 0 {
 		cfg.Poll = 5 * time.Second
