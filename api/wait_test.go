@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -45,15 +46,19 @@ func TestHoldersOfOneJobShareOneWatch(t *testing.T) {
 
 	fw := newFinishWatch(cs)
 	const holders = 200
-	var ready, ended sync.WaitGroup
-	ready.Add(holders)
+	var ended sync.WaitGroup
 	for range holders {
-		ended.Go(func() {
-			ready.Done()
-			fw.wait(ctx, j.ID, time.Minute)
-		})
+		ended.Go(func() { fw.wait(ctx, j.ID, time.Minute) })
 	}
-	ready.Wait()
+	// Every holder must be registered before the job changes, or a late one would start a
+	// watch of its own and the count below would measure the scheduler, not the sharing.
+	deadline := time.Now().Add(10 * time.Second)
+	for fw.holders(j.ID) < holders {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d holders registered", fw.holders(j.ID), holders)
+		}
+		runtime.Gosched()
+	}
 	for i := range 20 { // twenty heartbeats while they hold
 		if err := st.Heartbeat(ctx, store.Heartbeat{ID: j.ID, Attempt: 1, Activity: true, Now: now,
 			LeaseUntil: now.Add(time.Minute), Progress: &job.Progress{Stage: job.StageInference, Done: i, Total: 20}}); err != nil {
@@ -73,4 +78,14 @@ func TestHoldersOfOneJobShareOneWatch(t *testing.T) {
 	if len(fw.byJob) != 0 {
 		t.Fatalf("%d watches left behind after the job ended", len(fw.byJob))
 	}
+}
+
+// holders counts the requests holding on a job.
+func (fw *finishWatch) holders(id string) int {
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	if f, ok := fw.byJob[id]; ok {
+		return f.holders
+	}
+	return 0
 }

@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,17 +115,34 @@ func TestIdempotencyKeys(t *testing.T) {
 	s.post("/v1/predictions", body, "Idempotency-Key: ").problem(http.StatusBadRequest, "invalid-input")
 
 	// Concurrent creates with one key make one job.
-	ids := make(chan string, 8)
+	// The goroutines only send; every check runs on the test goroutine.
+	type answer struct {
+		status int
+		id     string
+		err    error
+	}
+	answers := make(chan answer, 8)
 	for range 8 {
 		go func() {
-			r := call(t, s.URL, "POST", "/v1/predictions", map[string]any{"sequence": "MKT", "name": "hang"}, "Idempotency-Key: burst")
-			id, _ := r.json()["id"].(string)
-			ids <- id
+			req, _ := http.NewRequest(http.MethodPost, s.URL+"/v1/predictions", strings.NewReader(`{"sequence":"MKT","name":"hang"}`))
+			req.Header.Set("Idempotency-Key", "burst")
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				answers <- answer{err: err}
+				return
+			}
+			defer res.Body.Close()
+			var j struct{ ID string }
+			err = json.NewDecoder(res.Body).Decode(&j)
+			answers <- answer{status: res.StatusCode, id: j.ID, err: err}
 		}()
 	}
 	seen := map[string]bool{}
 	for range 8 {
-		seen[<-ids] = true
+		a := <-answers
+		mustf(t, a.err == nil && (a.status == http.StatusAccepted || a.status == http.StatusOK),
+			"a concurrent create answered %d, %v", a.status, a.err)
+		seen[a.id] = true
 	}
 	mustf(t, len(seen) == 1, "8 concurrent creates with one key made %d jobs", len(seen))
 	for id := range seen {
