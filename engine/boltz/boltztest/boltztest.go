@@ -38,7 +38,7 @@ func Build(dir string) (string, error) {
 	}
 	goCmd, err := exec.LookPath("go")
 	if err != nil {
-		goCmd = filepath.Join(runtime.GOROOT(), "bin", "go")
+		return "", fmt.Errorf("boltztest: the stand-in is built with the go command: %w", err)
 	}
 	out := filepath.Join(dir, "boltz")
 	cmd := exec.Command(goCmd, "build", "-o", out, ".")
