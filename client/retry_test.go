@@ -165,7 +165,9 @@ func TestWhatIsRetriedAndWhatIsNot(t *testing.T) {
 			problemReply(503, "unavailable", "Retry-After", "300"),
 		}, 503, 0},
 		{"502 from a proxy, without Retry-After, backs off", []func(http.ResponseWriter, *http.Request){
-			func(w http.ResponseWriter, r *http.Request) { http.Error(w, "<html>bad gateway</html>", http.StatusBadGateway) },
+			func(w http.ResponseWriter, r *http.Request) {
+				http.Error(w, "<html>bad gateway</html>", http.StatusBadGateway)
+			},
 			jobReply(200, jobJSON),
 		}, 0, 1},
 		{"500 is not retried", []func(http.ResponseWriter, *http.Request){
