@@ -72,25 +72,33 @@ func (fw *finishWatch) release(id string, f *jobFinish) {
 	}
 }
 
-// follow closes done when the job ends. It subscribes before its first read, so a change
-// between the read and the subscription cannot be missed.
+// follow closes done when the job ends. It subscribes before each read, so a change
+// between the read and the subscription cannot be missed. A watch the store lost is
+// renewed after lostWatchRetry, which bounds how often a store without notifications is
+// read.
 func (fw *finishWatch) follow(ctx context.Context, id string, done chan struct{}) {
-	changed, unsubscribe := fw.store.Watch(id)
-	defer unsubscribe()
 	for {
-		j, err := fw.store.GetJob(ctx, id)
-		if errors.Is(err, job.ErrNotFound) || err == nil && j.Status.Terminal() {
-			fw.finish(id, done)
-			return
+		changed := fw.store.Watch(ctx, id)
+		for live := true; live; {
+			j, err := fw.store.GetJob(ctx, id)
+			if errors.Is(err, job.ErrNotFound) || err == nil && j.Status.Terminal() {
+				fw.finish(id, done)
+				return
+			}
+			// A failing read is retried at the next change; the holders' timers bound the wait.
+			_, live = <-changed
 		}
-		// A failing read is retried at the next change; the holders' timers bound the wait.
 		select {
-		case <-changed:
 		case <-ctx.Done():
 			return
+		case <-time.After(lostWatchRetry):
 		}
 	}
 }
+
+// lostWatchRetry is how long a holder's watch waits before it watches anew after the store
+// lost its notifications.
+const lostWatchRetry = time.Second
 
 // finish wakes the holders and retires this watch, so that a later hold on the same job
 // starts a fresh one.

@@ -17,10 +17,13 @@ type Store interface {
 	Workers
 	Keys
 	// Watch returns a channel that receives a value whenever the job with the given id
-	// changes (any write to its row, or its deletion), and a function that stops the watch.
-	// The empty id watches the queue: it fires when a job becomes queued. Sends never block;
-	// a watcher that is slow to read sees one pending value, not a backlog.
-	Watch(id string) (<-chan struct{}, func())
+	// changes (any write to its row, or its deletion), until ctx ends. The empty id watches
+	// the queue: it fires when a job becomes queued. Sends never block; a watcher that is
+	// slow to read sees one pending value, not a backlog. The channel is closed when the
+	// watch ends: when ctx ended, or when the store lost its source of notifications (a
+	// dropped connection), in which case changes may have gone unseen and the watcher must
+	// read again and watch anew.
+	Watch(ctx context.Context, id string) <-chan struct{}
 	Close() error
 }
 

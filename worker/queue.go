@@ -27,8 +27,9 @@ type Queue interface {
 	RemoveWorker(ctx context.Context, id string) error
 	// ReleaseWorker returns the jobs a previous run of this worker held to the queue.
 	ReleaseWorker(ctx context.Context, workerID string, now time.Time) error
-	// WorkAvailable fires when a job may have become leasable.
-	WorkAvailable() (<-chan struct{}, func())
+	// WorkAvailable fires when a job may have become leasable, until ctx ends; it is closed
+	// when ctx ends or the notifications were lost (see store.Store.Watch).
+	WorkAvailable(ctx context.Context) <-chan struct{}
 }
 
 // Local is the Queue of a worker inside the server process: the store and artifact store
@@ -90,4 +91,4 @@ func (l *Local) ReleaseWorker(ctx context.Context, workerID string, now time.Tim
 	return err
 }
 
-func (l *Local) WorkAvailable() (<-chan struct{}, func()) { return l.Store.Watch("") }
+func (l *Local) WorkAvailable(ctx context.Context) <-chan struct{} { return l.Store.Watch(ctx, "") }

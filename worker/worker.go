@@ -210,8 +210,7 @@ func (w *Worker) keepChecking(ctx context.Context) {
 // slot runs one job at a time on its GPU (none if gpu is empty): lease, run, repeat; idle,
 // it waits for a notification.
 func (w *Worker) slot(ctx context.Context, gpu string) {
-	wake, stop := w.cfg.Queue.WorkAvailable()
-	defer stop()
+	wake := w.cfg.Queue.WorkAvailable(ctx)
 	for ctx.Err() == nil {
 		var j *job.Job
 		if models := w.models(); len(models) > 0 {
@@ -225,8 +224,15 @@ func (w *Worker) slot(ctx context.Context, gpu string) {
 		}
 		if j == nil {
 			select {
-			case <-wake:
+			case _, live := <-wake:
+				if !live {
+					// The notifications were lost: poll until the next renewal.
+					wake = nil
+				}
 			case <-time.After(w.cfg.Poll):
+				if wake == nil {
+					wake = w.cfg.Queue.WorkAvailable(ctx)
+				}
 			case <-ctx.Done():
 			}
 			continue

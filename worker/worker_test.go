@@ -89,8 +89,7 @@ func (f *fixture) submit(name string) string {
 // waitJob waits, on the store's change notifications, until the job satisfies pred.
 func (f *fixture) waitJob(id string, pred func(*job.Job) bool) *job.Job {
 	f.t.Helper()
-	changed, stop := f.store.Watch(id)
-	defer stop()
+	changed := f.store.Watch(f.t.Context(), id)
 	timeout := time.After(20 * time.Second)
 	for {
 		j, err := f.store.GetJob(context.Background(), id)

@@ -4,7 +4,10 @@
 // live in one process, such as SQLite. It imports nothing of chaperone's.
 package notify
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // Hub fans change notifications out to subscribers. The zero value is ready to use.
 type Hub struct {
@@ -12,11 +15,11 @@ type Hub struct {
 	subs map[string]map[chan struct{}]struct{}
 }
 
-// Subscribe returns a channel that receives a value after each Publish(id), and a function
-// that ends the subscription (safe to call more than once). The channel holds one pending
-// value: a subscriber that is slow to read sees that something changed, not how often,
-// and Publish never blocks on it.
-func (h *Hub) Subscribe(id string) (<-chan struct{}, func()) {
+// Watch returns a channel that receives a value after each Publish(id) until ctx ends,
+// when the channel is closed. The channel holds one pending value: a subscriber that is
+// slow to read sees that something changed, not how often, and Publish never blocks on it.
+// A watch costs no goroutine while it waits, so many thousands of them are cheap.
+func (h *Hub) Watch(ctx context.Context, id string) <-chan struct{} {
 	ch := make(chan struct{}, 1)
 	h.mu.Lock()
 	if h.subs == nil {
@@ -30,17 +33,17 @@ func (h *Hub) Subscribe(id string) (<-chan struct{}, func()) {
 	set[ch] = struct{}{}
 	h.mu.Unlock()
 
-	var once sync.Once
-	return ch, func() {
-		once.Do(func() {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			delete(h.subs[id], ch)
-			if len(h.subs[id]) == 0 {
-				delete(h.subs, id)
-			}
-		})
-	}
+	context.AfterFunc(ctx, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		delete(h.subs[id], ch)
+		if len(h.subs[id]) == 0 {
+			delete(h.subs, id)
+		}
+		// Under the lock, so no Publish can send on the closed channel.
+		close(ch)
+	})
+	return ch
 }
 
 // Publish wakes every subscriber of id without blocking.

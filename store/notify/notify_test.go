@@ -1,26 +1,35 @@
 package notify
 
 import (
+	"context"
 	"sync"
 	"testing"
 )
 
 func pending(ch <-chan struct{}) bool {
 	select {
-	case <-ch:
-		return true
+	case _, ok := <-ch:
+		return ok
 	default:
 		return false
+	}
+}
+
+// watch subscribes until the test ends.
+func watch(t *testing.T, h *Hub, id string) <-chan struct{} {
+	return h.Watch(t.Context(), id)
+}
+
+// closed waits until ch is closed, discarding pending values.
+func closed(ch <-chan struct{}) {
+	for range ch {
 	}
 }
 
 func TestPublishWakesOnlyThatID(t *testing.T) {
 	t.Parallel()
 	var h Hub
-	a, stopA := h.Subscribe("a")
-	defer stopA()
-	b, stopB := h.Subscribe("b")
-	defer stopB()
+	a, b := watch(t, &h, "a"), watch(t, &h, "b")
 
 	h.Publish("a")
 	if !pending(a) {
@@ -34,8 +43,7 @@ func TestPublishWakesOnlyThatID(t *testing.T) {
 func TestPublishCoalesces(t *testing.T) {
 	t.Parallel()
 	var h Hub
-	ch, stop := h.Subscribe("a")
-	defer stop()
+	ch := watch(t, &h, "a")
 	for range 3 {
 		h.Publish("a") // must not block although nobody reads
 	}
@@ -50,26 +58,23 @@ func TestPublishCoalesces(t *testing.T) {
 func TestEverySubscriberIsWoken(t *testing.T) {
 	t.Parallel()
 	var h Hub
-	c1, stop1 := h.Subscribe("a")
-	defer stop1()
-	c2, stop2 := h.Subscribe("a")
-	defer stop2()
+	c1, c2 := watch(t, &h, "a"), watch(t, &h, "a")
 	h.Publish("a")
 	if !pending(c1) || !pending(c2) {
 		t.Error("not every subscriber of a was woken")
 	}
 }
 
-func TestStop(t *testing.T) {
+func TestAWatchEndsWithItsContext(t *testing.T) {
 	t.Parallel()
 	var h Hub
-	ch, stop := h.Subscribe("a")
-	stop()
-	stop() // idempotent
-	h.Publish("a")
-	if pending(ch) {
-		t.Error("a stopped subscription was woken")
-	}
+	ctx, cancel := context.WithCancel(t.Context())
+	ch := h.Watch(ctx, "a")
+	cancel()
+	closed(ch)
+	h.Publish("a") // must not send on the closed channel
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if len(h.subs) != 0 {
 		t.Errorf("hub still holds %d ids after the last subscriber left", len(h.subs))
 	}
@@ -82,10 +87,12 @@ func TestConcurrentUse(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for range 100 {
-				ch, stop := h.Subscribe("a")
+				ctx, cancel := context.WithCancel(t.Context())
+				ch := h.Watch(ctx, "a")
 				h.Publish("a")
 				<-ch // our own publish, or another goroutine's, is pending
-				stop()
+				cancel()
+				closed(ch)
 			}
 		})
 	}

@@ -133,7 +133,7 @@ func (s *Store) Close() error {
 }
 
 // Watch implements store.Store.
-func (s *Store) Watch(id string) (<-chan struct{}, func()) { return s.hub.Subscribe(id) }
+func (s *Store) Watch(ctx context.Context, id string) <-chan struct{} { return s.hub.Watch(ctx, id) }
 
 // write runs fn in one IMMEDIATE transaction and, after it committed, wakes the watchers
 // of the ids fn reported as changed ("" for the queue).

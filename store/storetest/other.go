@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"maps"
 	"slices"
@@ -158,8 +159,10 @@ func fired(t *testing.T, ch <-chan struct{}, what string) {
 func quiet(t *testing.T, ch <-chan struct{}, what string) {
 	t.Helper()
 	select {
-	case <-ch:
-		t.Errorf("%s: unexpected notification", what)
+	case _, ok := <-ch:
+		if ok {
+			t.Errorf("%s: unexpected notification", what)
+		}
 	default:
 	}
 }
@@ -177,19 +180,17 @@ func drain(ch <-chan struct{}) {
 func testWatch(t *testing.T, open func(*testing.T) store.Store) {
 	s := open(t)
 	ctx := t.Context()
-	queue, stopQueue := s.Watch("")
-	defer stopQueue()
-	watch := func(j *job.Job) <-chan struct{} {
-		ch, stop := s.Watch(j.ID)
-		t.Cleanup(stop)
-		return ch
-	}
+	queue := s.Watch(ctx, "")
+	watch := func(j *job.Job) <-chan struct{} { return s.Watch(ctx, j.ID) }
 
 	untouched := newJob(carol)
 	untouchedCh := watch(untouched)
 	stopped := newJob(carol)
-	stoppedCh, stop := s.Watch(stopped.ID)
+	stopCtx, stop := context.WithCancel(ctx)
+	stoppedCh := s.Watch(stopCtx, stopped.ID)
 	stop()
+	for range stoppedCh { // closed once the watch has ended
+	}
 
 	// One job through its life; each step fires after it committed.
 	j := newJob(alice)
