@@ -318,7 +318,8 @@ func testLeaseWaitsForWork(t *testing.T, s *server) {
 func testServerClock(t *testing.T, s *server) {
 	ctx := context.Background()
 	start := s.clock.Now()
-	timing, err := s.q.Announce(ctx, worker.Announcement{WorkerID: "w", Models: []string{"m"}, Slots: 1})
+	timing, err := s.q.Announce(ctx, worker.Announcement{WorkerID: "w", Models: []string{"m", "n"},
+		Loaded: []string{"n"}, Slots: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,8 +327,8 @@ func testServerClock(t *testing.T, s *server) {
 		t.Fatalf("announce answered timing %+v, want the server's %v and %v", timing, leaseTTL, heartbeat)
 	}
 	live, err := s.store.LiveWorkers(ctx, start)
-	if err != nil || len(live) != 1 || !live[0].SeenAt.Equal(start) {
-		t.Fatalf("the worker's announcement is on record as %+v (%v), want seen at %s", live, err, start)
+	if err != nil || len(live) != 1 || !live[0].SeenAt.Equal(start) || !slices.Equal(live[0].Loaded, []string{"n"}) {
+		t.Fatalf("the worker's announcement is on record as %+v (%v), want seen at %s with n loaded", live, err, start)
 	}
 
 	l := s.leaseOne(t)
