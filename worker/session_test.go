@@ -18,7 +18,6 @@ import (
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/enginetest"
 	"github.com/chaperone-bio/chaperone/job"
-	"github.com/chaperone-bio/chaperone/store"
 	"github.com/chaperone-bio/chaperone/worker"
 )
 
@@ -203,18 +202,6 @@ func startWarm(t *testing.T) *warmWorker {
 	ww.stop = func() { once.Do(func() { cancel(); w.Wait() }) }
 	t.Cleanup(ww.stop)
 	return ww
-}
-
-// submitModel queues a job of model and returns its id.
-func (f *fixture) submitModel(name, model string) string {
-	f.t.Helper()
-	j := &job.Job{ID: job.NewID(), Owner: job.Owner{Kind: job.OwnerIP, ID: "10.0.0.1"}, Kind: job.EmbedKind,
-		Name: name, Model: model, RunModel: model, Total: 1, Params: map[string]any{},
-		Input: job.Input{Sequence: "MKT"}, Status: job.Queued, CreatedAt: time.Now()}
-	if _, err := f.store.CreateJob(context.Background(), j, store.CreateOptions{}); err != nil {
-		f.t.Fatal(err)
-	}
-	return j.ID
 }
 
 // served runs a job of model to its end and returns the driver's pid and how many jobs

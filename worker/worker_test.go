@@ -82,10 +82,17 @@ func (f *fixture) server(leaseTTL time.Duration) *backend.Queue {
 		LeaseTTL: leaseTTL, Heartbeat: 50 * time.Millisecond, Logger: discard})
 }
 
+// submit queues a boltz2 job and returns its id.
 func (f *fixture) submit(name string) string {
 	f.t.Helper()
+	return f.submitModel(name, "boltz2")
+}
+
+// submitModel queues a job of model and returns its id.
+func (f *fixture) submitModel(name, model string) string {
+	f.t.Helper()
 	j := &job.Job{ID: job.NewID(), Owner: job.Owner{Kind: job.OwnerIP, ID: "10.0.0.1"}, Kind: job.PredictKind,
-		Name: name, Model: "boltz2", RunModel: "boltz2", Total: 1, Params: map[string]any{},
+		Name: name, Model: model, RunModel: model, Total: 1, Params: map[string]any{},
 		Input: job.Input{Sequence: "MKT"}, Status: job.Queued, CreatedAt: time.Now()}
 	if _, err := f.store.CreateJob(context.Background(), j, store.CreateOptions{}); err != nil {
 		f.t.Fatal(err)
