@@ -25,7 +25,7 @@
 //     default KillMode=control-group kills the whole cgroup) or in a container covers the
 //     case from outside as well.
 //
-// It imports engine for the Command type and nothing else of chaperone's.
+// It imports engine for the Command and Process types and nothing else of chaperone's.
 package proc
 
 import (
