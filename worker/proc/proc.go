@@ -2,6 +2,8 @@
 // its own process group, streams its output line by line into the job log, and makes sure
 // that when the job ends — finished, failed, canceled or past a cap — no process the tool
 // started is left running.
+// Start does the same for the long-lived process of a warm engine's session, which serves
+// many jobs and ends only when it is stopped or dies.
 //
 // What is and is not covered:
 //
