@@ -281,7 +281,7 @@ func (w *Worker) run(ctx context.Context, l *Lease, s *slotState) {
 	beats := make(chan struct{})
 	go func() {
 		defer close(beats)
-		w.heartbeat(runCtx, stop, j, timing.Heartbeat, started, jl, tracker)
+		w.heartbeat(runCtx, stop, j, timing, started, jl, tracker)
 	}()
 
 	out, err := w.execute(runCtx, j, workDir, s, jl, tracker)
@@ -474,10 +474,15 @@ func relativeTo(dir, file string) (string, error) {
 }
 
 // heartbeat keeps the lease, forwards progress and log output, and enforces the caps,
-// ending the run's context with the reason when it must stop.
-func (w *Worker) heartbeat(ctx context.Context, stop context.CancelCauseFunc, j *job.Job, every time.Duration, started time.Time, jl *jobLog, t *progressTracker) {
-	tick := time.NewTicker(every)
+// ending the run's context with the reason when it must stop. A worker cut off from the
+// server stops the job once its lease can no longer have been renewed, since by then the
+// server may give the job to another worker.
+func (w *Worker) heartbeat(ctx context.Context, stop context.CancelCauseFunc, j *job.Job, timing Timing, started time.Time, jl *jobLog, t *progressTracker) {
+	tick := time.NewTicker(timing.Heartbeat)
 	defer tick.Stop()
+	// The lease was taken before the job reached the worker, so counting from started errs
+	// on the late side by the time the lease took to arrive.
+	renewed := started
 	for {
 		select {
 		case <-ctx.Done():
@@ -503,11 +508,20 @@ func (w *Worker) heartbeat(ctx context.Context, stop context.CancelCauseFunc, j 
 			hb.Progress = &p
 		}
 		err := w.cfg.Queue.Heartbeat(ctx, hb)
-		if errors.Is(err, job.ErrLeaseLost) {
+		switch {
+		case err == nil:
+			// The server renewed the lease after the heartbeat was sent; counting from
+			// the sending errs on the early side.
+			renewed = now
+		case errors.Is(err, job.ErrLeaseLost):
 			stop(errLeaseLost)
 			return
-		}
-		if err != nil && ctx.Err() == nil {
+		case ctx.Err() != nil:
+		case time.Since(renewed) >= timing.LeaseTTL:
+			w.log.Warn("cut off from the server for longer than the lease lasts; stopping the job", "job", j.ID, "error", err.Error())
+			stop(errLeaseLost)
+			return
+		default:
 			w.log.Warn("heartbeat failed", "job", j.ID, "error", err.Error())
 		}
 	}

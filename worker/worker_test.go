@@ -412,3 +412,38 @@ func TestAnEnginePanicFailsItsJobAndTheWorkerGoesOn(t *testing.T) {
 		}
 	}
 }
+
+// unreachableQueue fails every heartbeat as a dropped network would, and tells when the
+// worker asks for work.
+type unreachableQueue struct {
+	*backend.Queue
+	leases chan struct{}
+}
+
+func (q *unreachableQueue) Heartbeat(context.Context, worker.Heartbeat) error {
+	return errors.New("dial tcp 10.0.0.9:8080: connect: connection refused")
+}
+
+func (q *unreachableQueue) Lease(ctx context.Context, req worker.LeaseRequest) (*worker.Lease, error) {
+	select {
+	case q.leases <- struct{}{}:
+	default: // the test is not listening
+	}
+	return q.Queue.Lease(ctx, req)
+}
+
+// Once its lease can no longer have been renewed, the job may run elsewhere: a worker cut
+// off from the server must not go on running it.
+func TestAWorkerCutOffFromTheServerStopsItsJob(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	q := &unreachableQueue{Queue: f.server(shortLease), leases: make(chan struct{})}
+	f.start("cut-off", q, enginetest.New("boltz2"))
+	id := f.submit("hang")
+	f.waitJob(id, func(j *job.Job) bool { return j.Status == job.Running })
+	select {
+	case <-q.leases: // the slot is free again: the job was stopped
+	case <-time.After(20 * time.Second):
+		t.Fatal("the worker went on running a job whose lease it could not renew")
+	}
+}
