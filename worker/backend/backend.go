@@ -168,6 +168,11 @@ func (q *Queue) AppendLog(ctx context.Context, f worker.Fence, p []byte) error {
 // file is stored: an attempt that lost its lease while its file was being written would
 // otherwise leave the file behind, since the clean-up for that loss may have run before
 // the file arrived. Whoever stores last sees the loss and drops the file.
+//
+// One window stays open: a Put that passed the first check while its attempt ran, and
+// finishes after that same attempt completed (a transport retrying an upload the worker
+// had given up on), replaces a result file of the succeeded attempt. A worker completes
+// only after its uploads returned, so only such a retry can do it.
 func (q *Queue) PutArtifact(ctx context.Context, f worker.Fence, path string, r io.Reader) error {
 	if err := q.fence(ctx, f); err != nil {
 		return err
