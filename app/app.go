@@ -30,6 +30,7 @@ import (
 	"github.com/chaperone-bio/chaperone/store"
 	"github.com/chaperone-bio/chaperone/store/sqlite"
 	"github.com/chaperone-bio/chaperone/worker"
+	"github.com/chaperone-bio/chaperone/worker/backend"
 )
 
 // Config is one server's setup. Zero values take the embedded defaults.
@@ -95,7 +96,6 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		closeStores()
 		return nil, err
 	}
-	sweepOrphans(ctx, st, arts, log)
 
 	cat := catalog.New(cfg.Limits)
 	cat.MSAServer = cfg.MSAServerURL
@@ -135,7 +135,9 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 			a.errs <- err
 		}
 	})
-	a.wg.Go(func() { store.Reap(runCtx, st, cfg.ReapEvery, cfg.MaxAttempts, log) })
+	queue := backend.New(backend.Config{Store: st, Artifacts: arts, MaxAttempts: cfg.MaxAttempts,
+		LeaseTTL: cfg.LeaseTTL, Heartbeat: cfg.Heartbeat, Logger: log})
+	a.wg.Go(func() { queue.Reap(runCtx, cfg.ReapEvery) })
 	if !cfg.NoWorker {
 		reg, err := engine.NewRegistry(cfg.Engines...)
 		if err != nil {
@@ -148,7 +150,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 			GPUs:     GPUs(),
 			Engines:  reg,
 			Tools:    cfg.Tools,
-			Queue:    &worker.Local{Store: st, Artifacts: arts, MaxAttempts: cfg.MaxAttempts},
+			Queue:    queue,
 			WorkDir:  filepath.Join(cfg.DataDir, "work"),
 			CacheDir: filepath.Join(cfg.DataDir, "cache"),
 			Runtime: map[job.Kind]time.Duration{
@@ -156,10 +158,8 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 				job.DesignKind:  cfg.Limits.DesignRuntime,
 				job.EmbedKind:   cfg.Limits.EmbedRuntime,
 			},
-			Stall:     cfg.Limits.Stall,
-			LeaseTTL:  cfg.LeaseTTL,
-			Heartbeat: cfg.Heartbeat,
-			Logger:    log,
+			Stall:  cfg.Limits.Stall,
+			Logger: log,
 		})
 		if err := w.Start(runCtx); err != nil {
 			a.Close()
@@ -220,7 +220,7 @@ func withDefaults(cfg Config) Config {
 		cfg.WorkerID = "local-" + host
 	}
 	if cfg.LeaseTTL == 0 {
-		cfg.LeaseTTL = worker.DefaultLeaseTTL
+		cfg.LeaseTTL = backend.DefaultLeaseTTL
 	}
 	if cfg.ReapEvery == 0 {
 		cfg.ReapEvery = 5 * time.Second
@@ -244,23 +244,6 @@ func sessionSecret(path string) ([]byte, error) {
 		return nil, fmt.Errorf("writing the session key: %w", err)
 	}
 	return b, nil
-}
-
-// sweepOrphans removes the files of jobs the store no longer has: a crash between a
-// delete or eviction and the removal of the files leaves them behind.
-func sweepOrphans(ctx context.Context, st store.Store, arts artifact.Store, log *slog.Logger) {
-	ids, err := arts.Jobs(ctx)
-	if err != nil {
-		log.Warn("sweeping orphaned job files", "error", err.Error())
-		return
-	}
-	for _, id := range ids {
-		if _, err := st.GetJob(ctx, id); errors.Is(err, job.ErrNotFound) {
-			if err := arts.DeleteJob(ctx, id); err != nil {
-				log.Warn("sweeping orphaned job files", "job", id, "error", err.Error())
-			}
-		}
-	}
 }
 
 var nvidiaDevice = regexp.MustCompile(`^nvidia([0-9]+)$`)

@@ -171,9 +171,11 @@ type Worker struct {
 	// Missing explains, per catalog model it cannot run, what is missing (for example
 	// "command boltz not found on PATH"), so a 503 can say what to fix.
 	Missing map[string]string
-	Slots   int
-	Busy    int
-	SeenAt  time.Time
+	// Loaded lists the models its warm sessions hold loaded now.
+	Loaded []string
+	Slots  int
+	Busy   int
+	SeenAt time.Time
 }
 
 // Keys stores API keys, hashed.

@@ -2,93 +2,121 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"io"
 	"time"
 
-	"github.com/chaperone-bio/chaperone/artifact"
 	"github.com/chaperone-bio/chaperone/job"
-	"github.com/chaperone-bio/chaperone/store"
 )
 
-// Queue is everything a worker needs from the server side. The in-process worker uses
-// Local; a worker on another machine implements it over HTTP.
+// Queue is everything a worker needs from the server side, in the worker protocol's own
+// wire types: the in-process worker calls the server's implementation (package
+// worker/backend) directly, and a worker on another machine speaks the same protocol over
+// HTTP. Times are the server's: a worker sends no clock readings, and its leases last as
+// long as the server's setting says (told in Timing).
+//
+// Every write about a job carries the Fence of the attempt that makes it, and the server
+// refuses it with job.ErrLeaseLost unless the job is running under that attempt. Dropping
+// the files of an attempt that lost its lease is the server's job, never the worker's.
 type Queue interface {
-	Lease(ctx context.Context, req store.LeaseRequest) (*job.Job, error)
-	Heartbeat(ctx context.Context, hb store.Heartbeat) error
-	Complete(ctx context.Context, id string, attempt int, out store.Outcome) error
-	// Abandon drops what a lost attempt wrote: its result files, and everything of a job
-	// that no longer exists (its log may have been appended to after the job was deleted).
-	// An attempt that the store shows as the one that succeeded keeps its files.
-	Abandon(ctx context.Context, id string, attempt int) error
-	AppendLog(ctx context.Context, id string, p []byte) error
-	PutArtifact(ctx context.Context, id string, attempt int, path string, r io.Reader) error
-	PutWorker(ctx context.Context, w store.Worker) error
-	RemoveWorker(ctx context.Context, id string) error
-	// ReleaseWorker returns the jobs a previous run of this worker held to the queue.
-	ReleaseWorker(ctx context.Context, workerID string, now time.Time) error
-	// WorkAvailable fires when a job may have become leasable, until ctx ends; it is closed
-	// when ctx ends or the notifications were lost (see store.Store.Watch).
-	WorkAvailable(ctx context.Context) <-chan struct{}
+	// Announce records that the worker is alive and what it can run; a worker counts as
+	// live for Timing.LeaseTTL after it announced itself. The answer is the timing the
+	// server holds the worker's leases to.
+	Announce(ctx context.Context, a Announcement) (Timing, error)
+	// Lease hands the worker the next job it can run, waiting up to req.Wait (the server
+	// may cap the wait) for one to become leasable; nil when none did. The job is running
+	// under the returned attempt from then on, until its lease runs out without a heartbeat.
+	Lease(ctx context.Context, req LeaseRequest) (*Lease, error)
+	// Heartbeat renews the lease for Timing.LeaseTTL and records progress.
+	Heartbeat(ctx context.Context, hb Heartbeat) error
+	// AppendLog appends output of the attempt to the job's run log, which all attempts share.
+	AppendLog(ctx context.Context, f Fence, p []byte) error
+	// PutArtifact stores one result file of the attempt.
+	PutArtifact(ctx context.Context, f Fence, path string, r io.Reader) error
+	// Complete ends the job with the attempt's outcome, in one write fenced by the attempt.
+	Complete(ctx context.Context, c Completion) error
+	// ReleaseWorker hands back to the queue every job the worker holds: a worker that
+	// restarts under the same id knows that the jobs it held died with it, and one that
+	// shuts down stops its jobs first.
+	ReleaseWorker(ctx context.Context, workerID string) error
+	// RemoveWorker forgets a worker that shut down cleanly.
+	RemoveWorker(ctx context.Context, workerID string) error
 }
 
-// Local is the Queue of a worker inside the server process: the store and artifact store
-// themselves.
-type Local struct {
-	Store       store.Store
-	Artifacts   artifact.Store
-	MaxAttempts int
+// Fence names one attempt of one job. The server accepts a write that carries it only
+// while the job is running under that attempt, so a worker that lost its lease (cancel,
+// delete, expiry and a new attempt elsewhere) can change nothing.
+type Fence struct {
+	JobID   string `json:"job_id"`
+	Attempt int    `json:"attempt"`
 }
 
-var _ Queue = (*Local)(nil)
-
-func (l *Local) Lease(ctx context.Context, req store.LeaseRequest) (*job.Job, error) {
-	return l.Store.LeaseJob(ctx, req)
+// Timing is the server's lease timing, which its workers follow.
+type Timing struct {
+	// LeaseTTL is how long a lease, and a worker's announcement, lasts without renewal.
+	LeaseTTL time.Duration `json:"lease_ttl_ns"`
+	// Heartbeat is how often a running job's lease is renewed; a cancel reaches the job's
+	// processes within about this long.
+	Heartbeat time.Duration `json:"heartbeat_ns"`
 }
 
-func (l *Local) Heartbeat(ctx context.Context, hb store.Heartbeat) error {
-	return l.Store.Heartbeat(ctx, hb)
+// Announcement is what a worker tells the server about itself.
+type Announcement struct {
+	WorkerID string   `json:"worker_id"`
+	Models   []string `json:"models"` // run models its engines can run now
+	// Missing explains, per catalog model it cannot run, what is missing (for example
+	// "command boltz not found on PATH"), so that a refused create can say what to fix.
+	Missing map[string]string `json:"missing,omitempty"`
+	// Loaded lists the models that the worker's warm sessions hold loaded now.
+	Loaded []string `json:"loaded,omitempty"`
+	Slots  int      `json:"slots"`
+	Busy   int      `json:"busy"`
 }
 
-func (l *Local) Complete(ctx context.Context, id string, attempt int, out store.Outcome) error {
-	return l.Store.CompleteJob(ctx, id, attempt, out)
+// LeaseRequest says who wants work, what it can run, and how long it will wait for it.
+type LeaseRequest struct {
+	WorkerID string   `json:"worker_id"`
+	Models   []string `json:"models"`
+	// Loaded lists models loaded on the worker now; the server prefers jobs for them.
+	Loaded []string      `json:"loaded,omitempty"`
+	Wait   time.Duration `json:"wait_ns"`
 }
 
-func (l *Local) Abandon(ctx context.Context, id string, attempt int) error {
-	j, err := l.Store.GetJob(ctx, id)
-	switch {
-	case errors.Is(err, job.ErrNotFound):
-		return l.Artifacts.DeleteJob(ctx, id)
-	case err != nil:
-		return err
-	case j.Status == job.Succeeded && j.Attempt == attempt:
-		// The attempt won after all: its completion was recorded although the worker was
-		// told otherwise (an error after the commit, or a retried completion that found the
-		// job already done). Its files are the job's results now.
-		return nil
-	}
-	return l.Artifacts.DeleteAttempt(ctx, id, attempt)
+// Lease is a job handed to a worker: what its engine needs to run it, under the attempt
+// that fences every write about it.
+type Lease struct {
+	Fence
+	Kind     job.Kind `json:"kind"`
+	Name     string   `json:"name,omitempty"`
+	Model    string   `json:"model,omitempty"`
+	Protocol string   `json:"protocol,omitempty"`
+	// RunModel is the catalog model whose engine runs the job.
+	RunModel string         `json:"run_model"`
+	Params   map[string]any `json:"params"`
+	Input    job.Input      `json:"input"`
+	Total    int            `json:"total"` // sub-units (targets, designs, sequences)
 }
 
-func (l *Local) AppendLog(ctx context.Context, id string, p []byte) error {
-	return l.Artifacts.AppendLog(ctx, id, p)
+// Job is the leased job as an engine sees it.
+func (l *Lease) Job() *job.Job {
+	return &job.Job{ID: l.JobID, Attempt: l.Attempt, Kind: l.Kind, Name: l.Name, Model: l.Model,
+		Protocol: l.Protocol, RunModel: l.RunModel, Params: l.Params, Input: l.Input, Total: l.Total,
+		Status: job.Running}
 }
 
-func (l *Local) PutArtifact(ctx context.Context, id string, attempt int, path string, r io.Reader) error {
-	return l.Artifacts.Put(ctx, id, attempt, path, r)
+// Heartbeat is a worker's periodic report on one leased job.
+type Heartbeat struct {
+	Fence
+	Progress *job.Progress `json:"progress,omitempty"` // nil: unchanged
+	// Activity says that the job showed life (progress or output) since the last
+	// heartbeat, which resets its stall clock.
+	Activity bool `json:"activity"`
 }
 
-func (l *Local) PutWorker(ctx context.Context, w store.Worker) error {
-	return l.Store.PutWorker(ctx, w)
+// Completion is how an attempt ended, from its worker's point of view.
+type Completion struct {
+	Fence
+	Status   job.Status   `json:"status"` // job.Succeeded or job.Failed
+	Error    string       `json:"error,omitempty"`
+	Progress job.Progress `json:"progress"`
+	Results  *job.Results `json:"results,omitempty"` // for job.Succeeded
 }
-
-func (l *Local) RemoveWorker(ctx context.Context, id string) error {
-	return l.Store.RemoveWorker(ctx, id)
-}
-
-func (l *Local) ReleaseWorker(ctx context.Context, workerID string, now time.Time) error {
-	_, err := l.Store.ReleaseWorker(ctx, workerID, now, l.MaxAttempts)
-	return err
-}
-
-func (l *Local) WorkAvailable(ctx context.Context) <-chan struct{} { return l.Store.Watch(ctx, "") }

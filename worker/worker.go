@@ -2,6 +2,11 @@
 // a work folder of its own, keeps the lease alive with heartbeats that also carry progress,
 // enforces the runtime and stall caps, stops the job's process tree when the lease is lost
 // (cancel, delete, expiry), and completes the job with one write fenced by its attempt.
+// Warm engines (engine.Warm) keep a session per slot between jobs; see slotState.
+//
+// The worker reaches the server only through Queue, in the protocol's own wire types, so
+// that it runs the same in the server's process and on another machine. It imports engine,
+// job and worker/proc of chaperone's packages, never store or artifact.
 package worker
 
 import (
@@ -13,14 +18,13 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"sort"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/job"
-	"github.com/chaperone-bio/chaperone/store"
 	"github.com/chaperone-bio/chaperone/worker/proc"
 )
 
@@ -43,14 +47,11 @@ type Config struct {
 	// output for that long. Zero means no cap.
 	Runtime map[job.Kind]time.Duration
 	Stall   time.Duration
-	// LeaseTTL is how long a lease lasts without a heartbeat; Heartbeat is how often a
-	// running job reports. A cancel reaches the process tree within Heartbeat plus the
-	// process group's termination grace.
-	LeaseTTL  time.Duration
-	Heartbeat time.Duration
-	// Poll is how often an idle slot looks for work when no notification came, a backstop
-	// for notifications a remote queue cannot deliver.
-	Poll time.Duration
+	// LeaseWait is how long one lease request of an idle slot waits for work at the
+	// server. How long leases last and how often they are renewed is the server's setting
+	// (Timing): a cancel reaches the process tree within Timing.Heartbeat plus the process
+	// group's termination grace.
+	LeaseWait time.Duration
 	// Recheck is how often the engines are checked again, so that a tool installed while
 	// the worker runs becomes available without a restart.
 	Recheck time.Duration
@@ -66,7 +67,8 @@ type Worker struct {
 
 	mu     sync.Mutex
 	avail  engine.Availability
-	loaded map[string]time.Time // models run recently, so the scheduler can prefer us for them
+	timing Timing
+	slots  []*slotState
 }
 
 // Causes a running job's context can end with.
@@ -76,26 +78,16 @@ var (
 	errStall      = errors.New("stall cap")
 )
 
-// Lease timing defaults, shared with whoever wires a worker to an API that judges
-// liveness by the same TTL.
-const (
-	DefaultLeaseTTL  = 30 * time.Second
-	DefaultHeartbeat = time.Second
-)
+// leaseRetry is how long a slot waits after a failed lease request before the next.
+const leaseRetry = time.Second
 
 // New makes a worker; zero durations take working defaults.
 func New(cfg Config) *Worker {
 	if cfg.Slots < 1 {
 		cfg.Slots = 1
 	}
-	if cfg.LeaseTTL == 0 {
-		cfg.LeaseTTL = DefaultLeaseTTL
-	}
-	if cfg.Heartbeat == 0 {
-		cfg.Heartbeat = DefaultHeartbeat
-	}
-	if cfg.Poll == 0 {
-		cfg.Poll = 5 * time.Second
+	if cfg.LeaseWait == 0 {
+		cfg.LeaseWait = 30 * time.Second
 	}
 	if cfg.Recheck == 0 {
 		cfg.Recheck = time.Minute
@@ -103,7 +95,15 @@ func New(cfg Config) *Worker {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Worker{cfg: cfg, log: cfg.Logger.With("worker", cfg.ID), loaded: map[string]time.Time{}}
+	w := &Worker{cfg: cfg, log: cfg.Logger.With("worker", cfg.ID)}
+	for i := range cfg.Slots {
+		s := &slotState{index: i}
+		if len(cfg.GPUs) > 0 {
+			s.gpu = cfg.GPUs[i%len(cfg.GPUs)]
+		}
+		w.slots = append(w.slots, s)
+	}
+	return w
 }
 
 // Start checks the engines, hands back what an earlier run of this worker held, announces
@@ -119,18 +119,14 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	w.checkEngines(ctx)
 	// Whatever an earlier run of this worker held died with it.
-	if err := w.cfg.Queue.ReleaseWorker(ctx, w.cfg.ID, time.Now()); err != nil {
+	if err := w.cfg.Queue.ReleaseWorker(ctx, w.cfg.ID); err != nil {
 		return fmt.Errorf("worker: releasing jobs of a previous run: %w", err)
 	}
 	if err := w.announce(ctx); err != nil {
 		return fmt.Errorf("worker: announcing: %w", err)
 	}
-	for i := range w.cfg.Slots {
-		gpu := ""
-		if len(w.cfg.GPUs) > 0 {
-			gpu = w.cfg.GPUs[i%len(w.cfg.GPUs)]
-		}
-		w.wg.Go(func() { w.slot(ctx, gpu) })
+	for _, s := range w.slots {
+		w.wg.Go(func() { w.slot(ctx, s) })
 	}
 	w.wg.Go(func() { w.keepAnnouncing(ctx) })
 	w.wg.Go(func() { w.keepChecking(ctx) })
@@ -138,12 +134,13 @@ func (w *Worker) Start(ctx context.Context) error {
 }
 
 // Wait returns once the worker has stopped after its context ended: running jobs were
-// stopped and handed back to the queue at once rather than after their lease expires.
+// stopped and handed back to the queue at once rather than after their lease expires, and
+// the slots' sessions were closed.
 func (w *Worker) Wait() error {
 	w.wg.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := w.cfg.Queue.ReleaseWorker(ctx, w.cfg.ID, time.Now()); err != nil {
+	if err := w.cfg.Queue.ReleaseWorker(ctx, w.cfg.ID); err != nil {
 		w.log.Warn("releasing jobs at shutdown", "error", err.Error())
 	}
 	return w.cfg.Queue.RemoveWorker(ctx, w.cfg.ID)
@@ -165,19 +162,37 @@ func (w *Worker) models() []string {
 	return w.avail.Models
 }
 
+// announce tells the server about the worker and learns the timing it is held to.
 func (w *Worker) announce(ctx context.Context) error {
+	loaded := w.loadedModels()
 	w.mu.Lock()
-	rec := store.Worker{ID: w.cfg.ID, Models: w.avail.Models, Missing: w.avail.Missing,
-		Slots: w.cfg.Slots, Busy: int(w.busy.Load()), SeenAt: time.Now()}
+	a := Announcement{WorkerID: w.cfg.ID, Models: w.avail.Models, Missing: w.avail.Missing, Loaded: loaded,
+		Slots: w.cfg.Slots, Busy: int(w.busy.Load())}
 	w.mu.Unlock()
-	return w.cfg.Queue.PutWorker(ctx, rec)
+	t, err := w.cfg.Queue.Announce(ctx, a)
+	if err != nil {
+		return err
+	}
+	if t.LeaseTTL <= 0 || t.Heartbeat <= 0 {
+		return fmt.Errorf("the server gave no lease timing (%+v)", t)
+	}
+	w.mu.Lock()
+	w.timing = t
+	w.mu.Unlock()
+	return nil
+}
+
+func (w *Worker) leaseTiming() Timing {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.timing
 }
 
 // keepAnnouncing refreshes the worker's liveness.
 func (w *Worker) keepAnnouncing(ctx context.Context) {
-	// A worker counts as live for one lease TTL after it announced itself (app wires the
-	// API so), so announce three times per TTL.
-	announce := time.NewTicker(w.cfg.LeaseTTL / 3)
+	// A worker counts as live for one lease TTL after it announced itself, so announce
+	// three times per TTL.
+	announce := time.NewTimer(w.leaseTiming().LeaseTTL / 3)
 	defer announce.Stop()
 	for {
 		select {
@@ -188,6 +203,7 @@ func (w *Worker) keepAnnouncing(ctx context.Context) {
 		if err := w.announce(ctx); err != nil && ctx.Err() == nil {
 			w.log.Warn("worker heartbeat failed", "error", err.Error())
 		}
+		announce.Reset(w.leaseTiming().LeaseTTL / 3)
 	}
 }
 
@@ -207,61 +223,52 @@ func (w *Worker) keepChecking(ctx context.Context) {
 	}
 }
 
-// slot runs one job at a time on its GPU (none if gpu is empty): lease, run, repeat; idle,
-// it waits for a notification.
-func (w *Worker) slot(ctx context.Context, gpu string) {
-	wake := w.cfg.Queue.WorkAvailable(ctx)
+// slot runs one job at a time on its GPU: lease (waiting at the server for work), run,
+// repeat. When it stops, it closes its session.
+func (w *Worker) slot(ctx context.Context, s *slotState) {
+	defer w.closeSession(s)
 	for ctx.Err() == nil {
-		var j *job.Job
-		if models := w.models(); len(models) > 0 {
-			now := time.Now()
-			var err error
-			j, err = w.cfg.Queue.Lease(ctx, store.LeaseRequest{WorkerID: w.cfg.ID, Models: models,
-				Loaded: w.loadedModels(), Now: now, LeaseUntil: now.Add(w.cfg.LeaseTTL)})
-			if err != nil && ctx.Err() == nil {
-				w.log.Warn("lease failed", "error", err.Error())
-			}
-		}
-		if j == nil {
+		l, err := w.cfg.Queue.Lease(ctx, LeaseRequest{WorkerID: w.cfg.ID, Models: w.models(),
+			Loaded: w.loadedModels(), Wait: w.cfg.LeaseWait})
+		if err != nil && ctx.Err() == nil {
+			w.log.Warn("lease failed", "error", err.Error())
 			select {
-			case _, live := <-wake:
-				if !live {
-					// The notifications were lost: poll until the next renewal.
-					wake = nil
-				}
-			case <-time.After(w.cfg.Poll):
-				if wake == nil {
-					wake = w.cfg.Queue.WorkAvailable(ctx)
-				}
+			case <-time.After(leaseRetry):
 			case <-ctx.Done():
 			}
+		}
+		if l == nil {
 			continue
 		}
 		w.busy.Add(1)
-		w.run(ctx, j, gpu)
+		w.run(ctx, l, s)
 		w.busy.Add(-1)
 	}
 }
 
+// loadedModels lists the models that the slots' sessions hold loaded now, as the sessions
+// themselves report it.
 func (w *Worker) loadedModels() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := make([]string, 0, len(w.loaded))
-	for m, at := range w.loaded {
-		if time.Since(at) < 10*time.Minute {
-			out = append(out, m)
+	var out []string
+	for _, s := range w.slots {
+		if s.session != nil {
+			out = append(out, s.session.Loaded()...)
 		}
 	}
-	sort.Strings(out)
-	return out
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // run drives one leased job to its end.
-func (w *Worker) run(ctx context.Context, j *job.Job, gpu string) {
+func (w *Worker) run(ctx context.Context, l *Lease, s *slotState) {
+	j := l.Job()
+	timing := w.leaseTiming()
 	log := w.log.With("job", j.ID, "attempt", j.Attempt, "model", j.RunModel)
 	log.Info("job started")
 	started := time.Now()
-	jl := &jobLog{q: w.cfg.Queue, id: j.ID}
+	jl := &jobLog{q: w.cfg.Queue, fence: l.Fence, send: make(chan struct{}, 1)}
 	fmt.Fprintf(jl, "== chaperone: attempt %d of %s job %s (model %s) on worker %s at %s ==\n",
 		j.Attempt, j.Kind, j.ID, j.RunModel, w.cfg.ID, started.UTC().Format(time.RFC3339))
 
@@ -274,31 +281,29 @@ func (w *Worker) run(ctx context.Context, j *job.Job, gpu string) {
 	beats := make(chan struct{})
 	go func() {
 		defer close(beats)
-		w.heartbeat(runCtx, stop, j, started, jl, tracker)
+		w.heartbeat(runCtx, stop, j, timing, started, jl, tracker)
 	}()
 
-	out, err := w.execute(runCtx, j, workDir, gpu, jl, tracker)
+	out, err := w.execute(runCtx, j, workDir, s, jl, tracker)
 	var results *job.Results
 	if err == nil && context.Cause(runCtx) == nil {
 		tracker.report(job.Progress{Stage: job.StageWriting, Done: j.Total, Total: j.Total})
-		results, err = w.upload(runCtx, j, workDir, out)
+		results, err = w.upload(runCtx, l.Fence, workDir, out)
 	}
 	stop(nil)
 	<-beats
 
 	cause := context.Cause(runCtx)
 	final := tracker.snapshot()
-	outcome := store.Outcome{Progress: final, Now: time.Now()}
+	outcome := Completion{Fence: l.Fence, Progress: final}
 	switch {
-	case ctx.Err() != nil: // the worker is shutting down; Run hands the job back
+	case ctx.Err() != nil: // the worker is shutting down; Wait hands the job back
 		fmt.Fprintf(jl, "== chaperone: worker shutting down; the job returns to the queue ==\n")
-		jl.flush()
-		w.abandon(j)
+		jl.flush(true)
 		return
 	case errors.Is(cause, errLeaseLost):
-		fmt.Fprintf(jl, "== chaperone: stopped: the job was canceled, deleted, or taken over ==\n")
-		jl.flush()
-		w.abandon(j)
+		// The server refuses this attempt's writes now, the log included, and drops
+		// whatever files it stored.
 		log.Info("job stopped: lease lost")
 		return
 	case errors.Is(cause, errRuntimeCap):
@@ -318,25 +323,27 @@ func (w *Worker) run(ctx context.Context, j *job.Job, gpu string) {
 	} else {
 		fmt.Fprintf(jl, "== chaperone: job succeeded in %.1f s ==\n", time.Since(started).Seconds())
 	}
-	jl.flush()
+	jl.flush(true)
 	done, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if err := w.cfg.Queue.Complete(done, j.ID, j.Attempt, outcome); err != nil {
+	if err := w.cfg.Queue.Complete(done, outcome); err != nil {
 		if errors.Is(err, job.ErrLeaseLost) {
-			// Fenced out: someone else owns the job's fate now (cancel, delete, a new attempt).
+			// Fenced out: someone else owns the job's fate now (cancel, delete, a new
+			// attempt), and the server dropped this attempt's files.
 			log.Info("completion not accepted: the lease was lost")
 		} else {
-			// The job stays running until its lease runs out and it is tried again.
+			// The job stays running until its lease runs out and it is tried again; the
+			// server drops this attempt's files then.
 			log.Error("completing the job failed", "error", err.Error())
 		}
-		w.abandon(j)
 		return
 	}
 	log.Info("job finished", "status", outcome.Status, "seconds", time.Since(started).Seconds())
 }
 
-// execute hands the job to its engine.
-func (w *Worker) execute(ctx context.Context, j *job.Job, workDir, gpu string, jl *jobLog, t *progressTracker) (*engine.Output, error) {
+// execute hands the job to its engine: through the slot's session for a warm engine, else
+// by one run of the engine's tool.
+func (w *Worker) execute(ctx context.Context, j *job.Job, workDir string, s *slotState, jl *jobLog, t *progressTracker) (*engine.Output, error) {
 	eng, ok := w.cfg.Engines.ForModel(j.RunModel)
 	if !ok {
 		return nil, fmt.Errorf("this worker has no engine for model %s", j.RunModel)
@@ -351,15 +358,12 @@ func (w *Worker) execute(ctx context.Context, j *job.Job, workDir, gpu string, j
 	if err != nil {
 		return nil, err
 	}
-	w.mu.Lock()
-	w.loaded[j.RunModel] = time.Now()
-	w.mu.Unlock()
 	t.report(job.Progress{Stage: job.StageStarting, Total: j.Total})
 	var cacheDir string
 	if w.cfg.CacheDir != "" {
 		cacheDir = filepath.Join(w.cfg.CacheDir, eng.Name())
 	}
-	return runEngine(ctx, eng, &engine.Run{
+	run := &engine.Run{
 		Job:      j,
 		WorkDir:  workDir,
 		CacheDir: cacheDir,
@@ -367,26 +371,49 @@ func (w *Worker) execute(ctx context.Context, j *job.Job, workDir, gpu string, j
 		Log:      jl,
 		Report:   t.report,
 		Exec: func(ctx context.Context, c engine.Command) error {
-			c.Env = append(c.Env[:len(c.Env):len(c.Env)], runMarker+"="+absWorkDir)
-			if gpu != "" {
-				c.Env = append(c.Env, "CUDA_VISIBLE_DEVICES="+gpu)
-			}
+			c.Env = w.processEnv(c.Env, absWorkDir, s.gpu)
 			return proc.Exec(ctx, workDir, jl, c)
 		},
-	})
+	}
+	warm, ok := eng.(engine.Warm)
+	if !ok {
+		// A tool run once per job needs the slot's GPU to itself.
+		w.closeSession(s)
+		return guard(eng, run, func() (*engine.Output, error) { return eng.Run(ctx, run) })
+	}
+	sess, err := w.session(ctx, s, warm)
+	if err != nil {
+		return nil, fmt.Errorf("starting the %s engine: %w", eng.Name(), err)
+	}
+	out, err := guard(eng, run, func() (*engine.Output, error) { return sess.Run(ctx, run) })
+	if dead := sess.Err(); dead != nil {
+		fmt.Fprintf(jl, "== chaperone: the %s session ended (%v); the next job starts a fresh one ==\n", eng.Name(), dead)
+		w.closeSession(s)
+	}
+	return out, err
 }
 
-// runEngine runs one job through its engine. An engine that panics fails that job, with the
+// processEnv is the environment added to every process a job or session starts: the marker
+// that lets a restarted worker find it (see killLeftovers) and the slot's GPU.
+func (w *Worker) processEnv(env []string, dir, gpu string) []string {
+	env = append(env[:len(env):len(env)], runMarker+"="+dir)
+	if gpu != "" {
+		env = append(env, "CUDA_VISIBLE_DEVICES="+gpu)
+	}
+	return env
+}
+
+// guard runs one job through its engine. An engine that panics fails that job, with the
 // panic in the job's error and its stack in the run log, instead of taking the server down
 // with every other job in it.
-func runEngine(ctx context.Context, eng engine.Engine, run *engine.Run) (out *engine.Output, err error) {
+func guard(eng engine.Engine, run *engine.Run, fn func() (*engine.Output, error)) (out *engine.Output, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			fmt.Fprintf(run.Log, "== chaperone: the %s engine panicked: %v ==\n%s", eng.Name(), v, debug.Stack())
 			out, err = nil, fmt.Errorf("internal error in the %s engine: %v", eng.Name(), v)
 		}
 	}()
-	return eng.Run(ctx, run)
+	return fn()
 }
 
 // upload stores the run's files and builds the results manifest. Every file is read through
@@ -394,7 +421,7 @@ func runEngine(ctx context.Context, eng engine.Engine, run *engine.Run) (out *en
 // file it named or a symlink it left must not make a result of something else on the
 // worker (its keys, another job's input). A path may be listed once only, or the job's
 // archive, which holds every artifact at its path, could never be built.
-func (w *Worker) upload(ctx context.Context, j *job.Job, workDir string, out *engine.Output) (*job.Results, error) {
+func (w *Worker) upload(ctx context.Context, fence Fence, workDir string, out *engine.Output) (*job.Results, error) {
 	root, err := os.OpenRoot(workDir)
 	if err != nil {
 		return nil, fmt.Errorf("opening the work folder: %w", err)
@@ -403,20 +430,20 @@ func (w *Worker) upload(ctx context.Context, j *job.Job, workDir string, out *en
 	res := &job.Results{Rows: out.Rows, Designs: out.Designs, Embedding: out.Embedding,
 		Artifacts: make([]job.Artifact, 0, len(out.Files))}
 	listed := make(map[string]bool, len(out.Files))
-	for _, f := range out.Files {
-		if listed[f.Path] {
-			return nil, fmt.Errorf("the engine reported the artifact %s twice", f.Path)
+	for _, file := range out.Files {
+		if listed[file.Path] {
+			return nil, fmt.Errorf("the engine reported the artifact %s twice", file.Path)
 		}
-		listed[f.Path] = true
-		if err := w.putFile(ctx, j, root, workDir, f); err != nil {
-			return nil, fmt.Errorf("storing artifact %s: %w", f.Path, err)
+		listed[file.Path] = true
+		if err := w.putFile(ctx, fence, root, workDir, file); err != nil {
+			return nil, fmt.Errorf("storing artifact %s: %w", file.Path, err)
 		}
-		res.Artifacts = append(res.Artifacts, f.Artifact)
+		res.Artifacts = append(res.Artifacts, file.Artifact)
 	}
 	return res, nil
 }
 
-func (w *Worker) putFile(ctx context.Context, j *job.Job, root *os.Root, workDir string, f engine.File) error {
+func (w *Worker) putFile(ctx context.Context, fence Fence, root *os.Root, workDir string, f engine.File) error {
 	rel, err := relativeTo(workDir, f.Local)
 	if err != nil {
 		return err
@@ -426,7 +453,7 @@ func (w *Worker) putFile(ctx context.Context, j *job.Job, root *os.Root, workDir
 		return err
 	}
 	defer r.Close()
-	return w.cfg.Queue.PutArtifact(ctx, j.ID, j.Attempt, f.Path, r)
+	return w.cfg.Queue.PutArtifact(ctx, fence, f.Path, r)
 }
 
 // relativeTo returns the path of file inside dir, or an error when it lies outside.
@@ -446,26 +473,23 @@ func relativeTo(dir, file string) (string, error) {
 	return rel, nil
 }
 
-func (w *Worker) abandon(j *job.Job) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := w.cfg.Queue.Abandon(ctx, j.ID, j.Attempt); err != nil {
-		w.log.Warn("dropping files of an abandoned attempt", "job", j.ID, "error", err.Error())
-	}
-}
-
 // heartbeat keeps the lease, forwards progress and log output, and enforces the caps,
-// ending the run's context with the reason when it must stop.
-func (w *Worker) heartbeat(ctx context.Context, stop context.CancelCauseFunc, j *job.Job, started time.Time, jl *jobLog, t *progressTracker) {
-	tick := time.NewTicker(w.cfg.Heartbeat)
+// ending the run's context with the reason when it must stop. A worker cut off from the
+// server stops the job once its lease can no longer have been renewed, since by then the
+// server may give the job to another worker.
+func (w *Worker) heartbeat(ctx context.Context, stop context.CancelCauseFunc, j *job.Job, timing Timing, started time.Time, jl *jobLog, t *progressTracker) {
+	tick := time.NewTicker(timing.Heartbeat)
 	defer tick.Stop()
+	// The lease was taken before the job reached the worker, so counting from started errs
+	// on the late side by the time the lease took to arrive.
+	renewed := started
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
-		jl.flush()
+		jl.flush(false)
 		if jl.takeActive() {
 			t.touch()
 		}
@@ -479,16 +503,25 @@ func (w *Worker) heartbeat(ctx context.Context, stop context.CancelCauseFunc, j 
 			stop(errStall)
 			return
 		}
-		hb := store.Heartbeat{ID: j.ID, Attempt: j.Attempt, Activity: active, Now: now, LeaseUntil: now.Add(w.cfg.LeaseTTL)}
+		hb := Heartbeat{Fence: Fence{JobID: j.ID, Attempt: j.Attempt}, Activity: active}
 		if changed {
 			hb.Progress = &p
 		}
 		err := w.cfg.Queue.Heartbeat(ctx, hb)
-		if errors.Is(err, job.ErrLeaseLost) {
+		switch {
+		case err == nil:
+			// The server renewed the lease after the heartbeat was sent; counting from
+			// the sending errs on the early side.
+			renewed = now
+		case errors.Is(err, job.ErrLeaseLost):
 			stop(errLeaseLost)
 			return
-		}
-		if err != nil && ctx.Err() == nil {
+		case ctx.Err() != nil:
+		case time.Since(renewed) >= timing.LeaseTTL:
+			w.log.Warn("cut off from the server for longer than the lease lasts; stopping the job", "job", j.ID, "error", err.Error())
+			stop(errLeaseLost)
+			return
+		default:
 			w.log.Warn("heartbeat failed", "job", j.ID, "error", err.Error())
 		}
 	}
@@ -541,10 +574,13 @@ func (t *progressTracker) lastActivity() time.Time {
 
 // jobLog buffers a job's output and appends it to the run log in chunks, at every
 // heartbeat and whenever a chunk fills, so the log is readable while the job runs without
-// one store write per line.
+// one write per line. The tool's output never waits on the network: Write only takes mu,
+// which nobody holds across a call to the queue; one send at a time (the send semaphore)
+// keeps chunks in order.
 type jobLog struct {
-	q  Queue
-	id string
+	q     Queue
+	fence Fence
+	send  chan struct{} // one slot: held by whoever is appending to the queue
 
 	mu     sync.Mutex
 	buf    []byte
@@ -560,7 +596,7 @@ func (l *jobLog) Write(p []byte) (int, error) {
 	full := len(l.buf) >= logChunk
 	l.mu.Unlock()
 	if full {
-		l.flush()
+		l.flush(false)
 	}
 	return len(p), nil
 }
@@ -574,20 +610,107 @@ func (l *jobLog) takeActive() bool {
 	return a
 }
 
-// flush appends what is buffered to the run log.
-func (l *jobLog) flush() {
+// flush appends what is buffered to the run log. When another flush is sending, it
+// returns at once (what it leaves is sent by the next flush), unless wait is set: the
+// last flush of a job waits its turn, so that nothing is left behind.
+func (l *jobLog) flush(wait bool) {
+	if wait {
+		l.send <- struct{}{}
+	} else {
+		select {
+		case l.send <- struct{}{}:
+		default:
+			return
+		}
+	}
+	defer func() { <-l.send }()
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.buf) == 0 {
+	p := l.buf
+	l.buf = nil
+	l.mu.Unlock()
+	if len(p) == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := l.q.AppendLog(ctx, l.id, l.buf); err != nil {
-		// The log is best effort; the job's outcome does not depend on it.
-		slog.Warn("appending to a job log", "job", l.id, "error", err.Error())
+	// The log is best effort; the job's outcome does not depend on it. A refusal means the
+	// attempt lost its lease, which the heartbeat reports.
+	if err := l.q.AppendLog(ctx, l.fence, p); err != nil && !errors.Is(err, job.ErrLeaseLost) {
+		slog.Warn("appending to a job log", "job", l.fence.JobID, "error", err.Error())
 	}
-	l.buf = l.buf[:0]
 }
 
 var _ io.Writer = (*jobLog)(nil)
+
+// slotState is one slot: its GPU and the session of the warm engine it ran last.
+//
+// Policy: a slot holds at most one session. A job of another engine, warm or not, closes
+// it first, since the slot's GPU memory is what the next engine needs, and an idle session
+// holding a model on a GPU would crowd out a tool run there. Leasing prefers jobs for the
+// models already loaded, so a busy slot keeps its session; only a change of engine, a
+// crash, or shutdown ends it. Which models a session keeps among those of its own engine
+// is the session's affair.
+type slotState struct {
+	index int
+	gpu   string
+
+	// session is read by loadedModels from other goroutines, so it is set and cleared
+	// under Worker.mu; only the slot's goroutine changes it.
+	session engine.Session
+	engine  string // name of the session's engine
+}
+
+// session returns the slot's live session of eng, opening one when the slot has none, has
+// one of another engine, or has one that died.
+func (w *Worker) session(ctx context.Context, s *slotState, eng engine.Warm) (engine.Session, error) {
+	if s.session != nil && s.engine == eng.Name() && s.session.Err() == nil {
+		return s.session, nil
+	}
+	w.closeSession(s)
+	dir, err := filepath.Abs(w.sessionDir(s, eng.Name()))
+	if err != nil {
+		return nil, err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	sess, err := eng.Open(ctx, engine.Slot{GPU: s.gpu, Tools: w.cfg.Tools, Dir: dir,
+		Start: func(c engine.Command) (engine.Process, error) {
+			c.Env = w.processEnv(c.Env, dir, s.gpu)
+			return proc.Start(dir, c)
+		}})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	w.mu.Lock()
+	s.session, s.engine = sess, eng.Name()
+	w.mu.Unlock()
+	w.log.Info("session opened", "engine", eng.Name(), "slot", s.index, "gpu", s.gpu)
+	return sess, nil
+}
+
+// closeSession closes the slot's session, if any, and removes its folder.
+func (w *Worker) closeSession(s *slotState) {
+	if s.session == nil {
+		return
+	}
+	w.mu.Lock()
+	sess, name := s.session, s.engine
+	s.session, s.engine = nil, ""
+	w.mu.Unlock()
+	if err := sess.Close(); err != nil {
+		w.log.Warn("closing a session", "engine", name, "slot", s.index, "error", err.Error())
+	}
+	os.RemoveAll(w.sessionDir(s, name))
+	w.log.Info("session closed", "engine", name, "slot", s.index)
+}
+
+// sessionDir is the folder of the slot's session of an engine. It lies under WorkDir, so
+// a restarted worker clears it and kills what a crashed run left running from it.
+func (w *Worker) sessionDir(s *slotState, engineName string) string {
+	return filepath.Join(w.cfg.WorkDir, fmt.Sprintf("session-%d-%s", s.index, engineName))
+}

@@ -1,4 +1,4 @@
-package worker
+package worker_test
 
 import (
 	"context"
@@ -21,6 +21,8 @@ import (
 	"github.com/chaperone-bio/chaperone/job"
 	"github.com/chaperone-bio/chaperone/store"
 	"github.com/chaperone-bio/chaperone/store/sqlite"
+	"github.com/chaperone-bio/chaperone/worker"
+	"github.com/chaperone-bio/chaperone/worker/backend"
 )
 
 // fixture is a store, an artifact folder and a way to start workers on them.
@@ -47,23 +49,23 @@ func newFixture(t *testing.T) *fixture {
 	return &fixture{t: t, dir: dir, store: st, arts: arts}
 }
 
-// start runs a worker with eng on q until the test ends. Its leases last leaseTTL
-// without a heartbeat.
-func (f *fixture) start(id string, q Queue, eng engine.Engine, leaseTTL time.Duration) {
+// start runs a worker with eng on q until the test ends.
+func (f *fixture) start(id string, q worker.Queue, eng engine.Engine) {
 	f.t.Helper()
 	reg, err := engine.NewRegistry(eng)
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	w := New(Config{ID: id, Slots: 1, Engines: reg, Queue: q, WorkDir: filepath.Join(f.dir, "work-"+id),
-		LeaseTTL: leaseTTL, Heartbeat: 50 * time.Millisecond, Poll: 50 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	w := worker.New(worker.Config{ID: id, Slots: 1, Engines: reg, Queue: q, WorkDir: filepath.Join(f.dir, "work-"+id),
+		Logger: discard})
 	if err := w.Start(ctx); err != nil {
 		f.t.Fatal(err)
 	}
 	f.t.Cleanup(func() { cancel(); w.Wait() })
 }
+
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // Lease times for the workers of these tests: a short one for a worker whose lease must run
 // out soon once it falls silent, and one for every other worker that no delay of a loaded
@@ -73,12 +75,24 @@ const (
 	safeLease  = time.Minute
 )
 
-func (f *fixture) local() *Local { return &Local{Store: f.store, Artifacts: f.arts, MaxAttempts: 2} }
+// server is the server side of the worker protocol on the fixture's stores, whose leases
+// last leaseTTL without a heartbeat.
+func (f *fixture) server(leaseTTL time.Duration) *backend.Queue {
+	return backend.New(backend.Config{Store: f.store, Artifacts: f.arts, MaxAttempts: 2,
+		LeaseTTL: leaseTTL, Heartbeat: 50 * time.Millisecond, Logger: discard})
+}
 
+// submit queues a boltz2 job and returns its id.
 func (f *fixture) submit(name string) string {
 	f.t.Helper()
+	return f.submitModel(name, "boltz2")
+}
+
+// submitModel queues a job of model and returns its id.
+func (f *fixture) submitModel(name, model string) string {
+	f.t.Helper()
 	j := &job.Job{ID: job.NewID(), Owner: job.Owner{Kind: job.OwnerIP, ID: "10.0.0.1"}, Kind: job.PredictKind,
-		Name: name, Model: "boltz2", RunModel: "boltz2", Total: 1, Params: map[string]any{},
+		Name: name, Model: model, RunModel: model, Total: 1, Params: map[string]any{},
 		Input: job.Input{Sequence: "MKT"}, Status: job.Queued, CreatedAt: time.Now()}
 	if _, err := f.store.CreateJob(context.Background(), j, store.CreateOptions{}); err != nil {
 		f.t.Fatal(err)
@@ -110,45 +124,40 @@ func (f *fixture) waitJob(id string, pred func(*job.Job) bool) *job.Job {
 // silentQueue drops heartbeats while mute is set, as a worker cut off from the server
 // would: its lease runs out although its job is still running.
 type silentQueue struct {
-	*Local
-	mute      atomic.Bool
-	lost      atomic.Int32  // heartbeats answered ErrLeaseLost
-	abandoned chan struct{} // closed once the worker gave up an attempt
-	once      sync.Once
+	*backend.Queue
+	mute atomic.Bool
+	lost chan struct{} // closed once a heartbeat was answered ErrLeaseLost
+	once sync.Once
 }
 
-func newSilentQueue(l *Local) *silentQueue {
-	q := &silentQueue{Local: l, abandoned: make(chan struct{})}
-	q.mute.Store(true)
-	return q
+func newSilentQueue(q *backend.Queue) *silentQueue {
+	s := &silentQueue{Queue: q, lost: make(chan struct{})}
+	s.mute.Store(true)
+	return s
 }
 
-func (q *silentQueue) Abandon(ctx context.Context, id string, attempt int) error {
-	defer q.once.Do(func() { close(q.abandoned) })
-	return q.Local.Abandon(ctx, id, attempt)
-}
-
-func (q *silentQueue) Heartbeat(ctx context.Context, hb store.Heartbeat) error {
+func (q *silentQueue) Heartbeat(ctx context.Context, hb worker.Heartbeat) error {
 	if q.mute.Load() {
 		return nil
 	}
-	err := q.Local.Heartbeat(ctx, hb)
+	err := q.Queue.Heartbeat(ctx, hb)
 	if errors.Is(err, job.ErrLeaseLost) {
-		q.lost.Add(1)
+		q.once.Do(func() { close(q.lost) })
 	}
 	return err
 }
 
 func TestALostLeaseIsRunAgainAndTheStaleAttemptIsFencedOut(t *testing.T) {
 	f := newFixture(t)
-	cutOff := newSilentQueue(f.local())
-	f.start("cut-off", cutOff, enginetest.New("boltz2"), shortLease)
+	cutOff := newSilentQueue(f.server(shortLease))
+	f.start("cut-off", cutOff, enginetest.New("boltz2"))
 	id := f.submit("slow:40") // four seconds of work
 	f.waitJob(id, func(j *job.Job) bool { return j.Status == job.Running && j.WorkerID == "cut-off" })
 
 	// The lease expires; the reaper hands the job to a healthy worker as attempt 2.
-	f.start("healthy", f.local(), enginetest.New("boltz2"), safeLease)
-	go store.Reap(t.Context(), f.store, 100*time.Millisecond, 2, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	healthy := f.server(safeLease)
+	f.start("healthy", healthy, enginetest.New("boltz2"))
+	go healthy.Reap(t.Context(), 100*time.Millisecond)
 	f.waitJob(id, func(j *job.Job) bool { return j.Attempt == 2 && j.WorkerID == "healthy" })
 	cutOff.mute.Store(false) // the cut-off worker comes back and learns it lost the job
 
@@ -157,11 +166,8 @@ func TestALostLeaseIsRunAgainAndTheStaleAttemptIsFencedOut(t *testing.T) {
 		t.Fatalf("job ended %s at attempt %d (error %q), want succeeded at attempt 2", done.Status, done.Attempt, done.Error)
 	}
 	select {
-	case <-cutOff.abandoned:
+	case <-cutOff.lost:
 	case <-time.After(20 * time.Second):
-		t.Fatal("the cut-off worker never gave up its attempt")
-	}
-	if cutOff.lost.Load() == 0 {
 		t.Fatal("the cut-off worker was never told that its lease was lost")
 	}
 	if _, err := f.arts.Open(context.Background(), id, 1, "t1.cif"); !errors.Is(err, artifact.ErrNotFound) {
@@ -181,19 +187,18 @@ func TestALostLeaseIsRunAgainAndTheStaleAttemptIsFencedOut(t *testing.T) {
 func TestTwoLostAttemptsFailTheJob(t *testing.T) {
 	f := newFixture(t)
 	id := f.submit("hang")
-	for _, worker := range []string{"first", "second"} {
-		q := newSilentQueue(f.local())
+	for _, name := range []string{"first", "second"} {
+		q := newSilentQueue(f.server(safeLease))
 		// A worker that leases and then goes silent, released as a restart would.
 		reg, _ := engine.NewRegistry(enginetest.New("boltz2"))
 		ctx, cancel := context.WithCancel(context.Background())
-		w := New(Config{ID: worker, Slots: 1, Engines: reg, Queue: q, WorkDir: filepath.Join(f.dir, "work-"+worker),
-			LeaseTTL: time.Minute, Heartbeat: 50 * time.Millisecond, Poll: 50 * time.Millisecond,
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		w := worker.New(worker.Config{ID: name, Slots: 1, Engines: reg, Queue: q,
+			WorkDir: filepath.Join(f.dir, "work-"+name), Logger: discard})
 		if err := w.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
-		f.waitJob(id, func(j *job.Job) bool { return j.Status == job.Running && j.WorkerID == worker })
-		if _, err := f.store.ReleaseWorker(context.Background(), worker, time.Now(), 2); err != nil {
+		f.waitJob(id, func(j *job.Job) bool { return j.Status == job.Running && j.WorkerID == name })
+		if _, err := f.store.ReleaseWorker(context.Background(), name, time.Now(), 2); err != nil {
 			t.Fatal(err)
 		}
 		cancel()
@@ -227,7 +232,7 @@ func structure(local string) engine.File {
 func runToEnd(t *testing.T, eng engine.Engine) (*fixture, *job.Job) {
 	t.Helper()
 	f := newFixture(t)
-	f.start("w", f.local(), eng, safeLease)
+	f.start("w", f.server(safeLease), eng)
 	id := f.submit("results")
 	return f, f.waitJob(id, func(j *job.Job) bool { return j.Status.Terminal() })
 }
@@ -293,16 +298,16 @@ func (e *slowCheckEngine) Check(ctx context.Context, tools engine.Tools) error {
 
 // announceQueue reports every announcement of the worker.
 type announceQueue struct {
-	*Local
+	*backend.Queue
 	announced chan struct{}
 }
 
-func (q *announceQueue) PutWorker(ctx context.Context, w store.Worker) error {
+func (q *announceQueue) Announce(ctx context.Context, a worker.Announcement) (worker.Timing, error) {
 	select {
 	case q.announced <- struct{}{}:
 	default:
 	}
-	return q.Local.PutWorker(ctx, w)
+	return q.Queue.Announce(ctx, a)
 }
 
 func TestASlowEngineCheckDoesNotMakeTheWorkerLookDead(t *testing.T) {
@@ -313,11 +318,10 @@ func TestASlowEngineCheckDoesNotMakeTheWorkerLookDead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := &announceQueue{Local: f.local(), announced: make(chan struct{}, 1)}
+	q := &announceQueue{Queue: f.server(300 * time.Millisecond), announced: make(chan struct{}, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
-	w := New(Config{ID: "w", Slots: 1, Engines: reg, Queue: q, WorkDir: filepath.Join(f.dir, "work"),
-		LeaseTTL: 300 * time.Millisecond, Recheck: 10 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	w := worker.New(worker.Config{ID: "w", Slots: 1, Engines: reg, Queue: q, WorkDir: filepath.Join(f.dir, "work"),
+		Recheck: 10 * time.Millisecond, Logger: discard})
 	if err := w.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -338,38 +342,6 @@ func TestASlowEngineCheckDoesNotMakeTheWorkerLookDead(t *testing.T) {
 	}
 }
 
-// A worker may be told that its completion failed although it was recorded (an error after
-// the commit, or a retry that finds the job done): abandoning the attempt then must not
-// take the results of a succeeded job.
-func TestAbandoningTheAttemptThatSucceededKeepsItsResults(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
-	ctx := context.Background()
-	id := f.submit("ok")
-	now := time.Now()
-	j, err := f.store.LeaseJob(ctx, store.LeaseRequest{WorkerID: "w", Models: []string{"boltz2"}, Now: now, LeaseUntil: now.Add(time.Minute)})
-	if err != nil || j == nil || j.ID != id {
-		t.Fatalf("lease: %v, %v", j, err)
-	}
-	q := f.local()
-	if err := q.PutArtifact(ctx, id, 1, "t1.cif", strings.NewReader("data_t1\n")); err != nil {
-		t.Fatal(err)
-	}
-	res := &job.Results{Artifacts: []job.Artifact{{Path: "t1.cif", Target: "t1", Type: job.ArtifactStructure}}}
-	if err := q.Complete(ctx, id, 1, store.Outcome{Status: job.Succeeded, Results: res, Now: now}); err != nil {
-		t.Fatal(err)
-	}
-	if err := q.Complete(ctx, id, 1, store.Outcome{Status: job.Succeeded, Results: res, Now: now}); !errors.Is(err, job.ErrLeaseLost) {
-		t.Fatalf("a repeated completion: %v, want ErrLeaseLost", err)
-	}
-	if err := q.Abandon(ctx, id, 1); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.arts.Open(ctx, id, 1, "t1.cif"); err != nil {
-		t.Errorf("the succeeded job lost its results: %v", err)
-	}
-}
-
 func TestEachSlotRunsItsJobsOnItsOwnGPU(t *testing.T) {
 	f := newFixture(t)
 	first, second := f.submit("slow:5"), f.submit("slow:5")
@@ -378,9 +350,8 @@ func TestEachSlotRunsItsJobsOnItsOwnGPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	w := New(Config{ID: "gpus", Slots: 2, GPUs: []string{"3", "5"}, Engines: reg, Queue: f.local(),
-		WorkDir: filepath.Join(f.dir, "work-gpus"), LeaseTTL: safeLease, Heartbeat: 50 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	w := worker.New(worker.Config{ID: "gpus", Slots: 2, GPUs: []string{"3", "5"}, Engines: reg,
+		Queue: f.server(safeLease), WorkDir: filepath.Join(f.dir, "work-gpus"), Logger: discard})
 	if err := w.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -423,7 +394,7 @@ func (panicky) Run(context.Context, *engine.Run) (*engine.Output, error) {
 
 func TestAnEnginePanicFailsItsJobAndTheWorkerGoesOn(t *testing.T) {
 	f := newFixture(t)
-	f.start("w", f.local(), panicky{}, safeLease)
+	f.start("w", f.server(safeLease), panicky{})
 	for range 2 { // the second job proves the worker survived the first panic
 		id := f.submit("ok")
 		j := f.waitJob(id, func(j *job.Job) bool { return j.Status.Terminal() })
@@ -439,5 +410,40 @@ func TestAnEnginePanicFailsItsJobAndTheWorkerGoesOn(t *testing.T) {
 		if !strings.Contains(string(log), "index out of range") || !strings.Contains(string(log), "goroutine") {
 			t.Fatalf("the log lacks the panic and its stack:\n%s", log)
 		}
+	}
+}
+
+// unreachableQueue fails every heartbeat as a dropped network would, and tells when the
+// worker asks for work.
+type unreachableQueue struct {
+	*backend.Queue
+	leases chan struct{}
+}
+
+func (q *unreachableQueue) Heartbeat(context.Context, worker.Heartbeat) error {
+	return errors.New("dial tcp 10.0.0.9:8080: connect: connection refused")
+}
+
+func (q *unreachableQueue) Lease(ctx context.Context, req worker.LeaseRequest) (*worker.Lease, error) {
+	select {
+	case q.leases <- struct{}{}:
+	default: // the test is not listening
+	}
+	return q.Queue.Lease(ctx, req)
+}
+
+// Once its lease can no longer have been renewed, the job may run elsewhere: a worker cut
+// off from the server must not go on running it.
+func TestAWorkerCutOffFromTheServerStopsItsJob(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	q := &unreachableQueue{Queue: f.server(shortLease), leases: make(chan struct{})}
+	f.start("cut-off", q, enginetest.New("boltz2"))
+	id := f.submit("hang")
+	f.waitJob(id, func(j *job.Job) bool { return j.Status == job.Running })
+	select {
+	case <-q.leases: // the slot is free again: the job was stopped
+	case <-time.After(20 * time.Second):
+		t.Fatal("the worker went on running a job whose lease it could not renew")
 	}
 }

@@ -22,17 +22,17 @@ func (s *Store) PutWorker(ctx context.Context, w store.Worker) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.w.ExecContext(ctx, `INSERT INTO workers (id, models, missing, slots, busy, seen_at)
-		VALUES (?, ?, ?, ?, ?, ?)
+	_, err = s.w.ExecContext(ctx, `INSERT INTO workers (id, models, missing, loaded, slots, busy, seen_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET models = excluded.models, missing = excluded.missing,
-			slots = excluded.slots, busy = excluded.busy, seen_at = excluded.seen_at`,
-		w.ID, string(models), string(missing), w.Slots, w.Busy, w.SeenAt.UnixMilli())
+			loaded = excluded.loaded, slots = excluded.slots, busy = excluded.busy, seen_at = excluded.seen_at`,
+		w.ID, string(models), string(missing), jsonList(w.Loaded), w.Slots, w.Busy, w.SeenAt.UnixMilli())
 	return err
 }
 
 // LiveWorkers implements store.Workers, ordered by id.
 func (s *Store) LiveWorkers(ctx context.Context, since time.Time) ([]store.Worker, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, models, missing, slots, busy, seen_at
+	rows, err := s.r.QueryContext(ctx, `SELECT id, models, missing, loaded, slots, busy, seen_at
 		FROM workers WHERE seen_at >= ? ORDER BY id`, since.UnixMilli())
 	if err != nil {
 		return nil, err
@@ -41,9 +41,9 @@ func (s *Store) LiveWorkers(ctx context.Context, since time.Time) ([]store.Worke
 	var out []store.Worker
 	for rows.Next() {
 		var w store.Worker
-		var models, missing []byte
+		var models, missing, loaded []byte
 		var seen sql.NullInt64
-		if err := rows.Scan(&w.ID, &models, &missing, &w.Slots, &w.Busy, &seen); err != nil {
+		if err := rows.Scan(&w.ID, &models, &missing, &loaded, &w.Slots, &w.Busy, &seen); err != nil {
 			return nil, err
 		}
 		if err := json.Unmarshal(models, &w.Models); err != nil {
@@ -51,6 +51,9 @@ func (s *Store) LiveWorkers(ctx context.Context, since time.Time) ([]store.Worke
 		}
 		if err := json.Unmarshal(missing, &w.Missing); err != nil {
 			return nil, fmt.Errorf("sqlite: worker %s missing: %w", w.ID, err)
+		}
+		if err := json.Unmarshal(loaded, &w.Loaded); err != nil {
+			return nil, fmt.Errorf("sqlite: worker %s loaded: %w", w.ID, err)
 		}
 		w.SeenAt = fromMs(seen)
 		out = append(out, w)

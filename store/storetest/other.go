@@ -30,7 +30,7 @@ func testWorkers(t *testing.T, open func(*testing.T) store.Store) {
 			g := got[i]
 			// nil and empty lists say the same.
 			if g.ID != w.ID || !slices.Equal(g.Models, w.Models) || !maps.Equal(g.Missing, w.Missing) ||
-				g.Slots != w.Slots || g.Busy != w.Busy {
+				!slices.Equal(g.Loaded, w.Loaded) || g.Slots != w.Slots || g.Busy != w.Busy {
 				t.Errorf("LiveWorkers[%d] = %+v, want %+v", i, g, w)
 			}
 			checkTime(t, "SeenAt of "+w.ID, g.SeenAt, w.SeenAt)
@@ -39,7 +39,7 @@ func testWorkers(t *testing.T, open func(*testing.T) store.Store) {
 
 	gpu := store.Worker{ID: "gpu-node-1", Models: []string{"boltz2", "esmfold2"},
 		Missing: map[string]string{"openfold3": "command run_openfold not found on PATH"},
-		Slots:   2, Busy: 1, SeenAt: t0}
+		Loaded:  []string{"esmfold2"}, Slots: 2, Busy: 1, SeenAt: t0}
 	cpu := store.Worker{ID: "cpu-node", Models: []string{"esmc-600m"}, Slots: 1, SeenAt: t0.Add(-5 * time.Minute)}
 	for _, w := range []store.Worker{gpu, cpu} {
 		if err := s.PutWorker(ctx, w); err != nil {

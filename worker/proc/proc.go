@@ -2,6 +2,8 @@
 // its own process group, streams its output line by line into the job log, and makes sure
 // that when the job ends — finished, failed, canceled or past a cap — no process the tool
 // started is left running.
+// Start does the same for the long-lived process of a warm engine's session, which serves
+// many jobs and ends only when it is stopped or dies.
 //
 // What is and is not covered:
 //
@@ -25,7 +27,7 @@
 //     default KillMode=control-group kills the whole cgroup) or in a container covers the
 //     case from outside as well.
 //
-// It imports engine for the Command type and nothing else of chaperone's.
+// It imports engine for the Command and Process types and nothing else of chaperone's.
 package proc
 
 import (

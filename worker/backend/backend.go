@@ -1,0 +1,313 @@
+// Package backend is the server side of the worker protocol: it implements worker.Queue on
+// the server's own job store and artifact store. The in-process worker calls it directly;
+// the HTTP transport for workers on other machines serves it. It owns what the protocol
+// leaves to the server: the clock that sets lease times, long-polled leasing, the fencing
+// of log and artifact writes by attempt, recovering the leases of lost workers, and
+// dropping the files of attempts that lost their lease.
+//
+// It imports worker (for the wire types), store, artifact and job of chaperone's packages.
+package backend
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/chaperone-bio/chaperone/artifact"
+	"github.com/chaperone-bio/chaperone/job"
+	"github.com/chaperone-bio/chaperone/store"
+	"github.com/chaperone-bio/chaperone/worker"
+)
+
+// Defaults of Config.
+const (
+	DefaultLeaseTTL   = 30 * time.Second
+	DefaultHeartbeat  = time.Second
+	DefaultSweepEvery = 10 * time.Minute
+	// MaxWait caps how long one lease request waits for work, so that a long-poll stays
+	// well inside the idle timeouts of the proxies an HTTP request may pass.
+	MaxWait = time.Minute
+	// pollBackstop is how often a waiting lease looks for work once the store lost its
+	// notifications.
+	pollBackstop = time.Second
+)
+
+// Config is a backend's setup; zero values take the defaults.
+type Config struct {
+	Store     store.Store
+	Artifacts artifact.Store
+	// MaxAttempts is how many leases a job gets before a lost one fails it.
+	MaxAttempts int
+	LeaseTTL    time.Duration
+	Heartbeat   time.Duration
+	// SweepEvery is how often Reap checks every job's files against its state, the
+	// backstop that catches what the clean-up at each event could not (see Reap).
+	SweepEvery time.Duration
+	// Now is the server's clock; nil is time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Queue is worker.Queue on the server's stores. It is safe for concurrent use.
+type Queue struct{ cfg Config }
+
+var _ worker.Queue = (*Queue)(nil)
+
+// New makes a backend.
+func New(cfg Config) *Queue {
+	if cfg.MaxAttempts < 1 {
+		cfg.MaxAttempts = 1
+	}
+	if cfg.LeaseTTL == 0 {
+		cfg.LeaseTTL = DefaultLeaseTTL
+	}
+	if cfg.Heartbeat == 0 {
+		cfg.Heartbeat = DefaultHeartbeat
+	}
+	if cfg.SweepEvery == 0 {
+		cfg.SweepEvery = DefaultSweepEvery
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Queue{cfg: cfg}
+}
+
+// Timing is the lease timing the backend holds workers to.
+func (q *Queue) Timing() worker.Timing {
+	return worker.Timing{LeaseTTL: q.cfg.LeaseTTL, Heartbeat: q.cfg.Heartbeat}
+}
+
+func (q *Queue) Announce(ctx context.Context, a worker.Announcement) (worker.Timing, error) {
+	err := q.cfg.Store.PutWorker(ctx, store.Worker{ID: a.WorkerID, Models: a.Models, Missing: a.Missing,
+		Loaded: a.Loaded, Slots: a.Slots, Busy: a.Busy, SeenAt: q.cfg.Now()})
+	return q.Timing(), err
+}
+
+// Lease watches the queue before each try, so that a job queued between a try and the
+// wait that follows it still wakes the wait.
+func (q *Queue) Lease(ctx context.Context, req worker.LeaseRequest) (*worker.Lease, error) {
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	queued := q.cfg.Store.Watch(watchCtx, "")
+	var backstop <-chan time.Time
+	deadline := time.NewTimer(min(req.Wait, MaxWait))
+	defer deadline.Stop()
+	for {
+		now := q.cfg.Now()
+		j, err := q.cfg.Store.LeaseJob(ctx, store.LeaseRequest{WorkerID: req.WorkerID, Models: req.Models,
+			Loaded: req.Loaded, Now: now, LeaseUntil: now.Add(q.cfg.LeaseTTL)})
+		if err != nil || j != nil {
+			return leaseOf(j), err
+		}
+		select {
+		case _, live := <-queued:
+			if !live {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				// The store lost its notifications: look now and then for the rest of this
+				// wait; the next request watches anew.
+				queued = nil
+				t := time.NewTicker(pollBackstop)
+				defer t.Stop()
+				backstop = t.C
+			}
+		case <-backstop:
+		case <-deadline.C:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func leaseOf(j *job.Job) *worker.Lease {
+	if j == nil {
+		return nil
+	}
+	return &worker.Lease{Fence: worker.Fence{JobID: j.ID, Attempt: j.Attempt}, Kind: j.Kind, Name: j.Name,
+		Model: j.Model, Protocol: j.Protocol, RunModel: j.RunModel, Params: j.Params, Input: j.Input, Total: j.Total}
+}
+
+func (q *Queue) Heartbeat(ctx context.Context, hb worker.Heartbeat) error {
+	now := q.cfg.Now()
+	err := q.cfg.Store.Heartbeat(ctx, store.Heartbeat{ID: hb.JobID, Attempt: hb.Attempt, Progress: hb.Progress,
+		Activity: hb.Activity, Now: now, LeaseUntil: now.Add(q.cfg.LeaseTTL)})
+	if errors.Is(err, job.ErrLeaseLost) {
+		// The usual way a cancel is noticed while the worker is alive.
+		q.tidy(ctx, hb.JobID)
+	}
+	return err
+}
+
+// AppendLog refuses output of an attempt that is not running. The check and the append are
+// two steps, so a chunk checked just before its job was canceled or taken over can land
+// after that: it is that attempt's genuine output, and the log is shared by all attempts,
+// so it is kept. A chunk that lands after its job was deleted would leave a log behind
+// without a job, so the check is repeated after the append and such a log is dropped.
+func (q *Queue) AppendLog(ctx context.Context, f worker.Fence, p []byte) error {
+	if err := q.fence(ctx, f); err != nil {
+		return err
+	}
+	if err := q.cfg.Artifacts.AppendLog(ctx, f.JobID, p); err != nil {
+		return err
+	}
+	if _, err := q.cfg.Store.GetJob(ctx, f.JobID); errors.Is(err, job.ErrNotFound) {
+		return errors.Join(job.ErrLeaseLost, q.cfg.Artifacts.DeleteJob(ctx, f.JobID))
+	}
+	return nil
+}
+
+// PutArtifact refuses a file of an attempt that is not running, and checks again once the
+// file is stored: an attempt that lost its lease while its file was being written would
+// otherwise leave the file behind, since the clean-up for that loss may have run before
+// the file arrived. Whoever stores last sees the loss and drops the file.
+//
+// One window stays open: a Put that passed the first check while its attempt ran, and
+// finishes after that same attempt completed (a transport retrying an upload the worker
+// had given up on), replaces a result file of the succeeded attempt. A worker completes
+// only after its uploads returned, so only such a retry can do it.
+func (q *Queue) PutArtifact(ctx context.Context, f worker.Fence, path string, r io.Reader) error {
+	if err := q.fence(ctx, f); err != nil {
+		return err
+	}
+	if err := q.cfg.Artifacts.Put(ctx, f.JobID, f.Attempt, path, r); err != nil {
+		return err
+	}
+	return q.fence(ctx, f)
+}
+
+// fence returns job.ErrLeaseLost, and drops what lost attempts left, unless the job is
+// running under f.Attempt.
+func (q *Queue) fence(ctx context.Context, f worker.Fence) error {
+	j, err := q.cfg.Store.GetJob(ctx, f.JobID)
+	switch {
+	case errors.Is(err, job.ErrNotFound):
+		return errors.Join(job.ErrLeaseLost, q.cfg.Artifacts.DeleteJob(ctx, f.JobID))
+	case err != nil:
+		return err
+	case j.Status == job.Running && j.Attempt == f.Attempt:
+		return nil
+	}
+	q.tidyJob(ctx, j)
+	return job.ErrLeaseLost
+}
+
+func (q *Queue) Complete(ctx context.Context, c worker.Completion) error {
+	err := q.cfg.Store.CompleteJob(ctx, c.JobID, c.Attempt, store.Outcome{Status: c.Status, Error: c.Error,
+		Progress: c.Progress, Results: c.Results, Now: q.cfg.Now()})
+	if errors.Is(err, job.ErrLeaseLost) || (err == nil && c.Status == job.Failed) {
+		// A fenced-out attempt's files, or what a failed attempt stored before it failed,
+		// are results of nothing.
+		q.tidy(ctx, c.JobID)
+	}
+	return err
+}
+
+func (q *Queue) ReleaseWorker(ctx context.Context, workerID string) error {
+	ids, err := q.cfg.Store.ReleaseWorker(ctx, workerID, q.cfg.Now(), q.cfg.MaxAttempts)
+	for _, id := range ids {
+		q.tidy(ctx, id)
+	}
+	return err
+}
+
+func (q *Queue) RemoveWorker(ctx context.Context, workerID string) error {
+	return q.cfg.Store.RemoveWorker(ctx, workerID)
+}
+
+// Reap returns jobs whose worker stopped heartbeating to the queue (or fails them after
+// MaxAttempts) and drops the files of their lost attempts, every interval until ctx ends.
+// Any number of server replicas may run it: recovery is a conditional update, so two
+// reapers never both recover one job, and dropping lost files is idempotent.
+//
+// It also sweeps every job's files against the job's state at start and every SweepEvery.
+// The clean-up at each event (a refused heartbeat or write, a refused or failed
+// completion, a recovery, a release) covers what happens while the server runs, but not a
+// job canceled while its worker was already gone (nobody's heartbeat is refused then), nor
+// files of a server that crashed between two steps; the sweep catches those.
+func (q *Queue) Reap(ctx context.Context, every time.Duration) {
+	q.Sweep(ctx)
+	reap := time.NewTicker(every)
+	defer reap.Stop()
+	sweep := time.NewTicker(q.cfg.SweepEvery)
+	defer sweep.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-reap.C:
+			q.recoverExpired(ctx)
+		case <-sweep.C:
+			q.Sweep(ctx)
+		}
+	}
+}
+
+func (q *Queue) recoverExpired(ctx context.Context) {
+	ids, err := q.cfg.Store.RecoverExpired(ctx, q.cfg.Now(), q.cfg.MaxAttempts)
+	if err != nil && ctx.Err() == nil {
+		q.cfg.Logger.Warn("reaper: recovering expired leases", "error", err.Error())
+	}
+	if len(ids) > 0 {
+		q.cfg.Logger.Info("reaper: recovered jobs whose worker was lost", "jobs", ids)
+	}
+	for _, id := range ids {
+		q.tidy(ctx, id)
+	}
+}
+
+// Sweep drops, for every job that has files, what its state says is garbage: everything
+// of a job the store no longer has, and the files of every attempt that is not running
+// and did not succeed.
+func (q *Queue) Sweep(ctx context.Context) {
+	ids, err := q.cfg.Artifacts.Jobs(ctx)
+	if err != nil {
+		q.cfg.Logger.Warn("sweeping job files", "error", err.Error())
+		return
+	}
+	for _, id := range ids {
+		if ctx.Err() != nil {
+			return
+		}
+		q.tidy(ctx, id)
+	}
+}
+
+// tidy makes the job's files agree with its state as the store has it now.
+func (q *Queue) tidy(ctx context.Context, id string) {
+	j, err := q.cfg.Store.GetJob(ctx, id)
+	switch {
+	case errors.Is(err, job.ErrNotFound):
+		q.warn(id, q.cfg.Artifacts.DeleteJob(ctx, id))
+	case err != nil:
+		q.warn(id, err)
+	default:
+		q.tidyJob(ctx, j)
+	}
+}
+
+// tidyJob drops the files of every attempt of j up to its current one, except the current
+// one when it is running (its files are on their way) or succeeded (they are the job's
+// results). Attempt numbers only grow and a lost attempt never runs again, so what it
+// drops stays garbage however the job moves on meanwhile.
+func (q *Queue) tidyJob(ctx context.Context, j *job.Job) {
+	for a := 1; a <= j.Attempt; a++ {
+		if a == j.Attempt && (j.Status == job.Running || j.Status == job.Succeeded) {
+			continue
+		}
+		q.warn(j.ID, q.cfg.Artifacts.DeleteAttempt(ctx, j.ID, a))
+	}
+}
+
+func (q *Queue) warn(id string, err error) {
+	if err != nil {
+		q.cfg.Logger.Warn("dropping files of a lost attempt", "job", id, "error", err.Error())
+	}
+}
