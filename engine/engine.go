@@ -60,7 +60,7 @@ type Command struct {
 
 // Output is what a finished run produced.
 type Output struct {
-	Rows      []map[string]any
+	Rows      []job.PredictionRow
 	Designs   []job.Design
 	Embedding *job.Embedding
 	// Files are the artifacts, each a file the run wrote under WorkDir.
