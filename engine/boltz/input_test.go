@@ -14,6 +14,7 @@ import (
 
 	"github.com/chaperone-bio/chaperone/bio"
 	"github.com/chaperone-bio/chaperone/engine"
+	"github.com/chaperone-bio/chaperone/engine/toolkit/msacache"
 	"github.com/chaperone-bio/chaperone/job"
 )
 
@@ -65,8 +66,7 @@ properties:
 		t.Fatal(err)
 	}
 	dir, files := t.TempDir(), t.TempDir()
-	e := New(Config{})
-	tg, err := e.plan(cx, true, &msaCache{}, files)
+	tg, err := planTarget(cx, true, server, &msacache.Cache{}, files)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,19 +136,6 @@ func TestBoltzEntities(t *testing.T) {
 	// As Boltz groups them: same type and the same text, SMILES and CCD alike.
 	if got, want := boltzEntities(cx), []int{0, 1, 2, 1, 3, 4, 0, 0, 5}; !reflect.DeepEqual(got, want) {
 		t.Errorf("entities %v, want %v", got, want)
-	}
-}
-
-func TestPythonJSON(t *testing.T) {
-	t.Parallel()
-	in := `{"a": NaN, "b": -Infinity, "c": Infinity, "d": 0.5, "e": "NaN and Infinity", "f": [NaN]}`
-	var got map[string]any
-	if err := json.Unmarshal(pythonJSON([]byte(in)), &got); err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]any{"a": nil, "b": nil, "c": nil, "d": 0.5, "e": "NaN and Infinity", "f": []any{nil}}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("got %v, want %v", got, want)
 	}
 }
 
@@ -287,9 +274,9 @@ func TestRuntimes(t *testing.T) {
 	m := &monitor{}
 	m.loopStart[phaseStructure], m.loopStart[phaseAffinity] = at(2), at(9.5)
 	results := []*result{
-		{row: map[string]any{}, ended: [numPhases]time.Time{phaseStructure: at(9), phaseAffinity: at(11)}},
-		{row: map[string]any{}, ended: [numPhases]time.Time{phaseStructure: at(5)}},
-		{row: map[string]any{}}, // failed: no loop wrote anything for it
+		{ended: [numPhases]time.Time{phaseStructure: at(9), phaseAffinity: at(11)}},
+		{ended: [numPhases]time.Time{phaseStructure: at(5)}},
+		{}, // failed: no loop wrote anything for it
 	}
 	o := &outcome{mon: m, wall: 12 * time.Second}
 	o.runtimes(results)
@@ -297,7 +284,7 @@ func TestRuntimes(t *testing.T) {
 	want := []float64{4 + 1.5 + 3.5/3, 3 + 3.5/3, 3.5 / 3}
 	sum := 0.0
 	for i, r := range results {
-		got := r.row["runtime_s"].(float64)
+		got := r.Row.RuntimeS
 		if d := got - want[i]; d > 0.001 || d < -0.001 {
 			t.Errorf("target %d: runtime_s %v, want %.3f", i, got, want[i])
 		}
