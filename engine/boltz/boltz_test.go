@@ -22,6 +22,7 @@ import (
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/boltz/boltztest"
 	"github.com/chaperone-bio/chaperone/engine/toolkit"
+	"github.com/chaperone-bio/chaperone/engine/toolkit/npy"
 	"github.com/chaperone-bio/chaperone/job"
 	"github.com/chaperone-bio/chaperone/worker/proc"
 )
@@ -244,6 +245,21 @@ func TestRunOneProtein(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(out.Files[0].Local); bio.StructureFormat(string(b)) != bio.MMCIF {
 		t.Errorf("best structure is not mmCIF: %.80q", b)
+	}
+	// Boltz's arrays are per token: the PAE is tokens × tokens, pLDDT one per token.
+	for _, f := range out.Files {
+		arrays, err := npy.ReadNPZ(f.Local)
+		switch {
+		case !strings.HasSuffix(f.Path, ".npz"):
+		case err != nil:
+			t.Errorf("%s: %v", f.Path, err)
+		case strings.Contains(f.Path, "/plddt_"):
+			if a := arrays["plddt"]; a == nil || !reflect.DeepEqual(a.Shape, []int{22}) {
+				t.Errorf("%s: %v", f.Path, arrays)
+			}
+		case a := arrays[strings.SplitN(filepath.Base(f.Path), "_", 2)[0]]; a == nil || !reflect.DeepEqual(a.Shape, []int{22, 22}):
+			t.Errorf("%s: %v", f.Path, arrays)
+		}
 	}
 }
 
