@@ -247,18 +247,15 @@ func TestRunOneProtein(t *testing.T) {
 		t.Errorf("best structure is not mmCIF: %.80q", b)
 	}
 	// Boltz's arrays are per token: the PAE is tokens × tokens, pLDDT one per token.
-	for _, f := range out.Files {
-		arrays, err := npy.ReadNPZ(f.Local)
-		switch {
-		case !strings.HasSuffix(f.Path, ".npz"):
-		case err != nil:
-			t.Errorf("%s: %v", f.Path, err)
-		case strings.Contains(f.Path, "/plddt_"):
-			if a := arrays["plddt"]; a == nil || !reflect.DeepEqual(a.Shape, []int{22}) {
-				t.Errorf("%s: %v", f.Path, arrays)
-			}
-		case a := arrays[strings.SplitN(filepath.Base(f.Path), "_", 2)[0]]; a == nil || !reflect.DeepEqual(a.Shape, []int{22, 22}):
-			t.Errorf("%s: %v", f.Path, arrays)
+	for key, shape := range map[string][]int{"plddt": {22}, "pae": {22, 22}, "pde": {22, 22}} {
+		path := fmt.Sprintf("target1/%s_target1_model_0.npz", key)
+		i := slices.IndexFunc(out.Files, func(f engine.File) bool { return f.Path == path })
+		if i < 0 {
+			t.Fatalf("no %s", path)
+		}
+		arrays, err := npy.ReadNPZ(out.Files[i].Local)
+		if a := arrays[key]; err != nil || a == nil || !reflect.DeepEqual(a.Shape, shape) {
+			t.Errorf("%s: %v, %v; want %s of shape %v", path, arrays, err, key, shape)
 		}
 	}
 }
