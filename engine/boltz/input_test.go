@@ -1,7 +1,6 @@
 package boltz
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/chaperone-bio/chaperone/bio"
-	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/toolkit/msacache"
 	"github.com/chaperone-bio/chaperone/job"
 )
@@ -185,58 +183,6 @@ func TestMonitor(t *testing.T) {
 	}
 	if m.oom[phaseStructure] != 1 || m.oom[phaseAffinity] != 0 || m.loopStart[phaseStructure].IsZero() || m.loopStart[phaseAffinity].IsZero() {
 		t.Errorf("oom %v, loop starts %v", m.oom, m.loopStart)
-	}
-}
-
-func TestCheck(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	script := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	ctx := context.Background()
-	if err := New(Config{}).Check(ctx, engine.Tools{"boltz": standIn}); err != nil {
-		t.Errorf("the stand-in fails the check: %v", err)
-	}
-	tests := []struct {
-		name  string
-		tools engine.Tools
-		want  string
-	}{
-		{"missing file", engine.Tools{"boltz": filepath.Join(dir, "nope")}, "the boltz command " + filepath.Join(dir, "nope")},
-		{"help fails", engine.Tools{"boltz": script("broken", `echo "ModuleNotFoundError: No module named 'torch'" >&2; exit 1`)},
-			"predict --help failed (exit status 1): ModuleNotFoundError: No module named 'torch'"},
-		{"an old Boltz without an option", engine.Tools{"boltz": script("old", `echo "Usage: boltz predict [OPTIONS] DATA"; echo "  --out_dir PATH"`)},
-			"predict has no --accelerator option; this engine needs Boltz 2"},
-	}
-	for _, tt := range tests {
-		if err := New(Config{}).Check(ctx, tt.tools); err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("%s: err = %v, want %q", tt.name, err, tt.want)
-		}
-	}
-
-	// A command that passed is not run again until it changes.
-	log := filepath.Join(dir, "runs")
-	counting := script("counting", `echo run >> `+log+`; exec `+standIn+` "$@"`)
-	e := New(Config{})
-	for range 3 {
-		if err := e.Check(ctx, engine.Tools{"boltz": counting}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	later := time.Now().Add(time.Minute)
-	if err := os.Chtimes(counting, later, later); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Check(ctx, engine.Tools{"boltz": counting}); err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := os.ReadFile(log); strings.Count(string(b), "run") != 2 {
-		t.Errorf("the self-check ran %d times, want 2 (once, and once after the file changed)", strings.Count(string(b), "run"))
 	}
 }
 

@@ -82,7 +82,7 @@ func (t *Tool) Check(ctx context.Context, tools engine.Tools) error {
 		return fmt.Errorf("%s --help failed (%v): %s", command, err, LastLines(string(out), 5))
 	}
 	for _, opt := range t.Options {
-		if !strings.Contains(string(out), opt) {
+		if !listsOption(string(out), opt) {
 			return fmt.Errorf("%s has no %s option; this engine needs %s", command, opt, t.Needs)
 		}
 	}
@@ -90,6 +90,26 @@ func (t *Tool) Check(ctx context.Context, tools engine.Tools) error {
 	t.checked = stamp
 	t.mu.Unlock()
 	return nil
+}
+
+// listsOption reports whether a help text lists opt as a whole option, not as the start
+// of a longer one (--diffusion_samples within --diffusion_samples_affinity).
+func listsOption(help, opt string) bool {
+	for i := 0; ; {
+		j := strings.Index(help[i:], opt)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(opt)
+		if (start == 0 || !optionByte(help[start-1])) && (end == len(help) || !optionByte(help[end])) {
+			return true
+		}
+		i = start + 1
+	}
+}
+
+func optionByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-'
 }
 
 // LastLines is the end of a tool's output, for an error message.

@@ -137,7 +137,7 @@ func script(t *testing.T, dir, name, body string) string {
 func TestToolCheck(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	help := `echo "Usage: fold run [OPTIONS] INPUT"; echo "  --out PATH"; echo "  --steps INTEGER"`
+	help := `echo "Usage: fold run [OPTIONS] INPUT"; echo "  -o, --out=PATH"; echo "  [--steps]"`
 	newTool := func() *Tool {
 		return &Tool{Name: "fold", Install: "Fold (pip install fold)", Subcommand: []string{"run"}, Options: []string{"--out", "--steps"},
 			Needs: "Fold 2 (pip install -U fold)"}
@@ -157,6 +157,8 @@ func TestToolCheck(t *testing.T) {
 			filepath.Join(dir, "broken") + " run --help failed (exit status 1): ModuleNotFoundError: No module named 'torch'"},
 		{"an old version without an option", engine.Tools{"fold": script(t, dir, "old", `echo "  --out PATH"`)},
 			filepath.Join(dir, "old") + " run has no --steps option; this engine needs Fold 2 (pip install -U fold)"},
+		{"an option only as the start of a longer one", engine.Tools{"fold": script(t, dir, "prefix", `echo "  --out PATH"; echo "  --steps_extra INTEGER  [--steps-x]"`)},
+			filepath.Join(dir, "prefix") + " run has no --steps option"},
 	}
 	for _, tt := range tests {
 		if err := newTool().Check(ctx, tt.tools); err == nil || !strings.Contains(err.Error(), tt.want) {
