@@ -23,8 +23,8 @@ import (
 
 	"github.com/chaperone-bio/chaperone/api"
 	"github.com/chaperone-bio/chaperone/artifact"
-	"github.com/chaperone-bio/chaperone/bio"
 	artifactfs "github.com/chaperone-bio/chaperone/artifact/fs"
+	"github.com/chaperone-bio/chaperone/bio"
 	"github.com/chaperone-bio/chaperone/catalog"
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/job"

@@ -46,16 +46,16 @@ func TestNumpyReadsWhatWeWrite(t *testing.T) {
 	numpy(t)
 	path := filepath.Join(t.TempDir(), "a.npz")
 	arrays := map[string]*Array{
-		"pae":         {Shape: []int{2, 3}, Data: []float32{0.5, 1, 1.5, 2, 2.5, 3}},
-		"plddt":       {Shape: []int{3}, Data: []float64{0.25, 0.5, 0.75}},
-		"sequence":    {Shape: []int{}, Data: []string{"MKTAYIΩ"}},
-		"ids":         {Shape: []int{2}, Data: []string{"a", "longer"}},
-		"count":       {Shape: []int{2, 2}, Data: []int32{1, -2, 3, 4}},
-		"big":         {Shape: []int{1}, Data: []int64{1 << 40}},
-		"mask":        {Shape: []int{2}, Data: []bool{true, false}},
-		"tokens":      {Shape: []int{3}, Data: []uint8{0, 7, 255}},
-		"empty":       {Shape: []int{0, 4}, Data: []float32{}},
-		"scalar": {Shape: make([]int, 0), Data: []float64{1}},
+		"pae":      {Shape: []int{2, 3}, Data: []float32{0.5, 1, 1.5, 2, 2.5, 3}},
+		"plddt":    {Shape: []int{3}, Data: []float64{0.25, 0.5, 0.75}},
+		"sequence": {Shape: []int{}, Data: []string{"MKTAYIΩ"}},
+		"ids":      {Shape: []int{2}, Data: []string{"a", "longer"}},
+		"count":    {Shape: []int{2, 2}, Data: []int32{1, -2, 3, 4}},
+		"big":      {Shape: []int{1}, Data: []int64{1 << 40}},
+		"mask":     {Shape: []int{2}, Data: []bool{true, false}},
+		"tokens":   {Shape: []int{3}, Data: []uint8{0, 7, 255}},
+		"empty":    {Shape: []int{0, 4}, Data: []float32{}},
+		"scalar":   {Shape: []int{}, Data: []float64{1}},
 	}
 	if err := WriteNPZ(path, arrays); err != nil {
 		t.Fatal(err)
@@ -70,16 +70,16 @@ print(json.dumps({k: {"dtype": z[k].dtype.str, "shape": list(z[k].shape), "value
 		t.Fatalf("%v: %s", err, out)
 	}
 	want := map[string]described{
-		"pae":         {"<f4", []int{2, 3}, []any{0.5, 1.0, 1.5, 2.0, 2.5, 3.0}},
-		"plddt":       {"<f8", []int{3}, []any{0.25, 0.5, 0.75}},
-		"sequence":    {"<U7", []int{}, []any{"MKTAYIΩ"}},
-		"ids":         {"<U6", []int{2}, []any{"a", "longer"}},
-		"count":       {"<i4", []int{2, 2}, []any{1.0, -2.0, 3.0, 4.0}},
-		"big":         {"<i8", []int{1}, []any{float64(1 << 40)}},
-		"mask":        {"|b1", []int{2}, []any{true, false}},
-		"tokens":      {"|u1", []int{3}, []any{0.0, 7.0, 255.0}},
-		"empty":       {"<f4", []int{0, 4}, []any{}},
-		"scalar": {"<f8", []int{}, []any{1.0}},
+		"pae":      {"<f4", []int{2, 3}, []any{0.5, 1.0, 1.5, 2.0, 2.5, 3.0}},
+		"plddt":    {"<f8", []int{3}, []any{0.25, 0.5, 0.75}},
+		"sequence": {"<U7", []int{}, []any{"MKTAYIΩ"}},
+		"ids":      {"<U6", []int{2}, []any{"a", "longer"}},
+		"count":    {"<i4", []int{2, 2}, []any{1.0, -2.0, 3.0, 4.0}},
+		"big":      {"<i8", []int{1}, []any{float64(1 << 40)}},
+		"mask":     {"|b1", []int{2}, []any{true, false}},
+		"tokens":   {"|u1", []int{3}, []any{0.0, 7.0, 255.0}},
+		"empty":    {"<f4", []int{0, 4}, []any{}},
+		"scalar":   {"<f8", []int{}, []any{1.0}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("numpy read\n%v\nwant\n%v", got, want)
