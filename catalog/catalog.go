@@ -1,8 +1,10 @@
 // Package catalog is chaperone's list of what it can run: every model and design protocol
 // of the interface, each with its parameters (types, defaults, ranges), capabilities and
 // size ceilings, plus the service limits. It validates create requests against that list,
-// so a job that reaches the queue has exactly the params that will run. It imports only
-// job (the domain types) and bio (the input formats).
+// so a job that reaches the queue has exactly the params that will run. What a model's
+// upstream tool demands of an input beyond its capabilities is not known here: the engine
+// of the tool registers it (AddInputRule). It imports only job (the domain types) and bio
+// (the input formats).
 package catalog
 
 import (
