@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/chaperone-bio/chaperone/bio"
-	"github.com/chaperone-bio/chaperone/engine/toolkit/msacache"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata/yaml")
@@ -39,14 +38,7 @@ func TestWrittenYAMLGolden(t *testing.T) {
 			if err := New(Config{}).CheckInput("boltz2", cx, map[string]any{"use_msa_server": true}); err != nil {
 				t.Fatalf("Boltz would refuse the input: %v", err)
 			}
-			dir, files := t.TempDir(), t.TempDir()
-			tg, err := planTarget(cx, true, server, &msacache.Cache{}, files)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := writeYAML(dir, files, tg); err != nil {
-				t.Fatal(err)
-			}
+			dir, files := writeInput(t, cx)
 			got := written(t, filepath.Join(dir, name+".yaml"), files)
 			golden := strings.TrimSuffix(in, ".in") + ".golden"
 			if *update {

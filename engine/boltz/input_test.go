@@ -26,6 +26,21 @@ func pythonHas(t *testing.T, modules ...string) {
 	}
 }
 
+// writeInput writes the Boltz input of a target whose alignments are searched on the
+// server, into a folder for the YAML and one for the files it names.
+func writeInput(t *testing.T, cx *bio.Complex) (dir, files string) {
+	t.Helper()
+	dir, files = t.TempDir(), t.TempDir()
+	tg, err := planTarget(cx, true, server, &msacache.Cache{}, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeYAML(dir, files, tg); err != nil {
+		t.Fatal(err)
+	}
+	return dir, files
+}
+
 // TestWrittenYAMLReadsInPyYAML reads the YAML the engine writes with PyYAML's safe_load,
 // the reader Boltz itself uses, and compares what it sees with what was meant: ids that
 // PyYAML would take for booleans or numbers stay strings, distances are floats, and every
@@ -63,14 +78,7 @@ properties:
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, files := t.TempDir(), t.TempDir()
-	tg, err := planTarget(cx, true, server, &msacache.Cache{}, files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := writeYAML(dir, files, tg); err != nil {
-		t.Fatal(err)
-	}
+	dir, files := writeInput(t, cx)
 	out, err := exec.Command(python, "-c", "import yaml, json, sys; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))",
 		filepath.Join(dir, "mix.yaml")).CombinedOutput()
 	if err != nil {

@@ -185,15 +185,7 @@ func (s *suite) checkRequiresOptions(t *testing.T) {
 func (s *suite) runsAJob(t *testing.T) {
 	t.Parallel()
 	r := s.run(t, t.Context(), s.h.OK, s.h.Tools)
-	if r.err != nil {
-		t.Fatalf("OK: %v\n%s", r.err, r.log.String())
-	}
-	r.checkOutput(t, s.h.OK)
-	for _, row := range r.out.Rows {
-		if row.Status != job.RowOK {
-			t.Errorf("OK: row %+v did not succeed", row)
-		}
-	}
+	r.wantEveryTargetOK(t, "OK", s.h.OK)
 	if len(r.out.Rows)+len(r.out.Designs) == 0 && r.out.Embedding == nil {
 		t.Error("OK: the output has no rows, designs or embedding")
 	}
@@ -239,15 +231,7 @@ func (s *suite) exitNonZeroAfterFiles(t *testing.T) {
 	t.Parallel()
 	grumpy := script(t, t.TempDir(), "grumpy", fmt.Sprintf(`%s "$@"; echo "Segmentation fault at exit"; exit 1`, quote(s.standIn)))
 	r := s.run(t, t.Context(), s.h.OK, s.tools(grumpy))
-	if r.err != nil {
-		t.Fatalf("a tool that exits 1 after writing every file: the job failed: %v\n%s", r.err, r.log.String())
-	}
-	r.checkOutput(t, s.h.OK)
-	for _, row := range r.out.Rows {
-		if row.Status != job.RowOK {
-			t.Errorf("a tool that exits 1 after writing every file: row %+v", row)
-		}
-	}
+	r.wantEveryTargetOK(t, "a tool that exits 1 after writing every file", s.h.OK)
 }
 
 func (s *suite) cancel(t *testing.T) {
@@ -358,6 +342,20 @@ func (s *suite) start(t *testing.T, j *job.Job, tools engine.Tools) *runResult {
 
 func (r *runResult) wait(ctx context.Context) {
 	r.out, r.err = r.engine.Run(ctx, r.run)
+}
+
+// wantEveryTargetOK wants the run of j to have succeeded on every target.
+func (r *runResult) wantEveryTargetOK(t *testing.T, what string, j *job.Job) {
+	t.Helper()
+	if r.err != nil {
+		t.Fatalf("%s: the job failed: %v\n%s", what, r.err, r.log.String())
+	}
+	r.checkOutput(t, j)
+	for _, row := range r.out.Rows {
+		if row.Status != job.RowOK {
+			t.Errorf("%s: row %+v did not succeed", what, row)
+		}
+	}
 }
 
 // checkOutput checks the output of a successful run of j against the contract.
