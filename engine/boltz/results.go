@@ -14,7 +14,8 @@ import (
 )
 
 // confidence is Boltz's confidence_<target>_model_<rank>.json (BoltzWriter): the summary
-// scores of one sample. chains_ptm and pair_chains_iptm stay in the file.
+// scores of one sample, nil where Boltz wrote none or NaN (toolkit.ReadPythonJSON).
+// chains_ptm and pair_chains_iptm stay in the file.
 type confidence struct {
 	ConfidenceScore *float64 `json:"confidence_score"`
 	PTM             *float64 `json:"ptm"`
@@ -101,15 +102,15 @@ func (o *outcome) read(t *target) *result {
 			r.ended[phaseStructure] = later(r.ended[phaseStructure], info.ModTime())
 		}
 	}
-	if !finite(best.ComplexPLDDT) || !finite(best.PTM) {
+	if best.ComplexPLDDT == nil || best.PTM == nil {
 		return fail("Boltz's confidence file of the best sample has no finite complex_plddt and ptm")
 	}
 	// Boltz's mean pLDDT over the complex is complex_plddt, on a 0..1 scale already.
-	r.Row.Scores = &job.Scores{PLDDT: *best.ComplexPLDDT, PTM: *best.PTM, ComplexPLDDT: value(best.ComplexPLDDT),
-		ConfidenceScore: value(best.ConfidenceScore), ComplexIPLDDT: value(best.ComplexIPLDDT),
-		ComplexPDE: value(best.ComplexPDE), ComplexIPDE: value(best.ComplexIPDE)}
+	r.Row.Scores = &job.Scores{PLDDT: *best.ComplexPLDDT, PTM: *best.PTM, ComplexPLDDT: best.ComplexPLDDT,
+		ConfidenceScore: best.ConfidenceScore, ComplexIPLDDT: best.ComplexIPLDDT,
+		ComplexPDE: best.ComplexPDE, ComplexIPDE: best.ComplexIPDE}
 	if t.cx.NumChains() > 1 { // one chain has no interface; Boltz writes 0 there
-		r.Row.Scores.IPTM = value(best.IPTM)
+		r.Row.Scores.IPTM = best.IPTM
 	}
 	if t.cx.Affinity == nil {
 		return r
@@ -120,7 +121,7 @@ func (o *outcome) read(t *target) *result {
 	if err == nil {
 		err = toolkit.ReadPythonJSON(affPath, &aff)
 	}
-	if err != nil || !finite(aff.PredValue) || !finite(aff.ProbabilityBinary) {
+	if err != nil || aff.PredValue == nil || aff.ProbabilityBinary == nil {
 		why := "its affinity loop wrote no result for it"
 		switch {
 		case o.mon.oom[phaseAffinity] > 0:
@@ -132,8 +133,8 @@ func (o *outcome) read(t *target) *result {
 	}
 	r.ended[phaseAffinity] = info.ModTime()
 	r.Row.Affinity = &job.Affinity{PredValue: *aff.PredValue, ProbabilityBinary: *aff.ProbabilityBinary,
-		PredValue1: value(aff.PredValue1), ProbabilityBinary1: value(aff.ProbabilityBinary1),
-		PredValue2: value(aff.PredValue2), ProbabilityBinary2: value(aff.ProbabilityBinary2)}
+		PredValue1: aff.PredValue1, ProbabilityBinary1: aff.ProbabilityBinary1,
+		PredValue2: aff.PredValue2, ProbabilityBinary2: aff.ProbabilityBinary2}
 	r.Files = append(r.Files, toolkit.Artifact(name+"/affinity_"+name+".json", name, job.ArtifactAffinity, affPath))
 	return r
 }
@@ -189,17 +190,6 @@ func (o *outcome) runtimes(results []*result) {
 	for i, r := range results {
 		r.Row.RuntimeS = math.Round((own[i]+share)*1000) / 1000
 	}
-}
-
-func finite(v *float64) bool { return v != nil && !math.IsNaN(*v) && !math.IsInf(*v, 0) }
-
-// value is a score for a row: a copy of the number, or nil (null) when Boltz gave none.
-func value(v *float64) *float64 {
-	if !finite(v) {
-		return nil
-	}
-	f := *v
-	return &f
 }
 
 func later(a, b time.Time) time.Time {
