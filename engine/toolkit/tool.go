@@ -79,7 +79,7 @@ func (t *Tool) Check(ctx context.Context, tools engine.Tools) error {
 	out, err := cmd.CombinedOutput()
 	command := strings.Join(append([]string{path}, t.Subcommand...), " ")
 	if err != nil {
-		return fmt.Errorf("%s --help failed (%v): %s", command, err, LastLines(string(out), 5))
+		return fmt.Errorf("%s --help failed (%v): %s", command, err, lastLines(string(out), 5))
 	}
 	for _, opt := range t.Options {
 		if !listsOption(string(out), opt) {
@@ -112,8 +112,8 @@ func optionByte(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-'
 }
 
-// LastLines is the end of a tool's output, for an error message.
-func LastLines(s string, n int) string {
+// lastLines is the end of a tool's output, for an error message.
+func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
