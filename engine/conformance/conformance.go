@@ -45,6 +45,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -113,10 +114,7 @@ type suite struct {
 
 // tools is the harness's tools with the engine's tool at path.
 func (s *suite) tools(path string) engine.Tools {
-	tools := engine.Tools{}
-	for k, v := range s.h.Tools {
-		tools[k] = v
-	}
+	tools := maps.Clone(s.h.Tools)
 	tools[s.name] = path
 	return tools
 }
