@@ -25,8 +25,7 @@ func DecodeParams(params map[string]any, v any) error {
 	return nil
 }
 
-// PredictParams are the params of every prediction model in the catalog. Use them with
-// the catalog's defaults filled in, as NewPredictParams returns them.
+// PredictParams are the params of every prediction model in the catalog.
 type PredictParams struct {
 	UseMSAServer bool `json:"use_msa_server"`
 	Fast         bool `json:"fast"`
@@ -37,8 +36,9 @@ type PredictParams struct {
 	OutputFormat     string `json:"output_format"` // "cif" or "pdb"
 }
 
-// NewPredictParams decodes a prediction job's params; what they leave out takes the
-// catalog's default (fast on, one sample, mmCIF; no alignment server).
+// NewPredictParams decodes a prediction job's params. The catalog fills in every param
+// that has a default, so a key is missing only from params stored before it existed; it
+// then reads as the tool's own default: fast on, one sample, mmCIF, no alignment server.
 func NewPredictParams(params map[string]any) (PredictParams, error) {
 	p := PredictParams{Fast: true, DiffusionSamples: 1, OutputFormat: "cif"}
 	err := DecodeParams(params, &p)
