@@ -10,6 +10,7 @@
 //     succeeds when another target succeeded;
 //   - nothing is trusted from the exit status: a tool that exits 0 without writing its
 //     files fails the job, and one that exits non-zero after writing every file does not;
+//   - the engine's input rules (engine.InputRules), if it has any, accept the job it runs;
 //   - every result is well formed: one row per target in order, every artifact listed once
 //     (paths compared without case), relative, and a file of the run's work folder, and
 //     every file a design or an embedding names is a listed artifact; progress stays within
@@ -182,6 +183,17 @@ func (s *suite) checkRequiresOptions(t *testing.T) {
 
 func (s *suite) runsAJob(t *testing.T) {
 	t.Parallel()
+	if rules, ok := s.h.Engine.(engine.InputRules); ok && s.h.OK.Kind == job.PredictKind {
+		complexes, err := bio.Complexes(s.h.OK.Input)
+		if err != nil {
+			t.Fatalf("OK: %v", err)
+		}
+		for _, cx := range complexes {
+			if err := rules.CheckInput(s.h.OK.RunModel, cx, s.h.OK.Params); err != nil {
+				t.Errorf("OK: the engine's own input rules refuse target %s: %v", cx.Name, err)
+			}
+		}
+	}
 	r := s.run(t, t.Context(), s.h.OK, s.h.Tools)
 	r.wantEveryTargetOK(t, "OK", s.h.OK)
 	if len(r.out.Rows)+len(r.out.Designs) == 0 && r.out.Embedding == nil {
