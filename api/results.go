@@ -35,7 +35,7 @@ type readyJSON struct {
 	JobID      string                 `json:"job_id"`
 	Kind       job.Kind               `json:"kind"`
 	Ready      bool                   `json:"ready"`
-	Rows       []map[string]any       `json:"rows,omitempty"`
+	Rows       []job.PredictionRow    `json:"rows,omitempty"`
 	Designs    []job.Design           `json:"designs,omitempty"`
 	Model      string                 `json:"model,omitempty"`
 	Pool       string                 `json:"pool,omitempty"`

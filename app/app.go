@@ -24,6 +24,7 @@ import (
 	"github.com/chaperone-bio/chaperone/api"
 	"github.com/chaperone-bio/chaperone/artifact"
 	artifactfs "github.com/chaperone-bio/chaperone/artifact/fs"
+	"github.com/chaperone-bio/chaperone/bio"
 	"github.com/chaperone-bio/chaperone/catalog"
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/job"
@@ -50,7 +51,7 @@ type Config struct {
 	Engines  []engine.Engine
 	Tools    engine.Tools
 	// MSAServerURL is the alignment server the engines were configured with, shown in the
-	// catalog; default catalog.DefaultMSAServer.
+	// catalog; default engine.DefaultMSAServer.
 	MSAServerURL string
 	// Queue timing; tests shorten them.
 	LeaseTTL    time.Duration // default 30 s
@@ -99,6 +100,10 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 
 	cat := catalog.New(cfg.Limits)
 	cat.MSAServer = cfg.MSAServerURL
+	if err := addInputRules(cat, cfg.Engines); err != nil {
+		closeStores()
+		return nil, err
+	}
 	srv := api.New(api.Config{
 		Catalog:        cat,
 		Store:          st,
@@ -207,7 +212,7 @@ func withDefaults(cfg Config) Config {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.MSAServerURL == "" {
-		cfg.MSAServerURL = catalog.DefaultMSAServer
+		cfg.MSAServerURL = engine.DefaultMSAServer
 	}
 	// The catalog fills every limit left at zero with its default; the worker's caps must be
 	// the limits the catalog advertises, so they are taken from it.
@@ -229,6 +234,27 @@ func withDefaults(cfg Config) Config {
 		cfg.MaxAttempts = 2
 	}
 	return cfg
+}
+
+// addInputRules registers with the catalog the input rules of the engines' tools, from
+// the engines the server is given rather than from a worker, so that a server without one
+// refuses at submit what the tool would fail on all the same.
+func addInputRules(cat *catalog.Catalog, engines []engine.Engine) error {
+	for _, e := range engines {
+		rules, ok := e.(engine.InputRules)
+		if !ok {
+			continue
+		}
+		for _, model := range e.Models() {
+			err := cat.AddInputRule(model, func(cx *bio.Complex, params map[string]any) error {
+				return rules.CheckInput(model, cx, params)
+			})
+			if err != nil {
+				return fmt.Errorf("engine %s: %w", e.Name(), err)
+			}
+		}
+	}
+	return nil
 }
 
 // sessionSecret loads the key that signs web sessions, making it on first start, so

@@ -13,6 +13,9 @@ import (
 	"testing"
 
 	"github.com/chaperone-bio/chaperone/catalog"
+	"github.com/chaperone-bio/chaperone/engine"
+	"github.com/chaperone-bio/chaperone/engine/boltz"
+	"github.com/chaperone-bio/chaperone/engine/enginetest"
 )
 
 // openUnder lists the files this process holds open under dir, read from /proc/self/fd.
@@ -92,3 +95,38 @@ func TestGPUsFollowCUDAVisibleDevices(t *testing.T) {
 		}
 	}
 }
+
+// The catalog learns the input rules of the engines the server is given, worker or not.
+func TestTheCatalogLearnsTheEnginesInputRules(t *testing.T) {
+	t.Parallel()
+	input := `"input": "sequences:\n  - protein: {id: A, sequence: MK}\n  - protein: {id: B, sequence: MK, cyclic: true}\n"`
+	submit := func(cat *catalog.Catalog) error {
+		var r catalog.PredictRequest
+		if err := catalog.Decode([]byte(`{"model": "boltz2", `+input+`}`), &r); err != nil {
+			t.Fatal(err)
+		}
+		_, err := cat.NewPredict(&r)
+		return err
+	}
+	cat := catalog.Default()
+	if err := addInputRules(cat, []engine.Engine{enginetest.New("boltz2")}); err != nil || submit(cat) != nil {
+		t.Fatalf("an engine without rules: %v, %v", err, submit(cat))
+	}
+	if err := addInputRules(cat, []engine.Engine{boltz.New(boltz.Config{})}); err != nil {
+		t.Fatal(err)
+	}
+	if err := submit(cat); err == nil || !strings.Contains(err.Error(), "Boltz reads them as copies of one molecule") {
+		t.Errorf("with the boltz engine: %v, want Boltz's rule", err)
+	}
+	if err := addInputRules(catalog.Default(), []engine.Engine{renamed{boltz.New(boltz.Config{}), "fold9"}}); err == nil {
+		t.Error("rules of a model the catalog lacks were accepted")
+	}
+}
+
+// renamed is an engine with rules that claims a model of another name.
+type renamed struct {
+	*boltz.Engine
+	model string
+}
+
+func (r renamed) Models() []string { return []string{r.model} }

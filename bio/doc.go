@@ -3,7 +3,8 @@
 // engine translates from. Formats: FASTA (plain, or with Boltz's >ID|TYPE|MSA headers),
 // Boltz's input YAML (its whole schema, read with positioned errors), protein, DNA and RNA
 // sequences, SMILES syntax, inline alignments (A3M and Boltz's CSV), rfd3 contig strings,
-// and a first look at PDB or mmCIF structure text. It only parses and checks; it knows
-// nothing of jobs, HTTP, models or the catalog, imports nothing of chaperone's, and never
-// reads a file an input names.
+// and a first look at PDB or mmCIF structure text; Complexes reads a stored prediction
+// job's input into its targets. It only parses and checks; it knows nothing of HTTP,
+// models or the catalog, imports only job (for the input and error types), and never reads
+// a file an input names.
 package bio

@@ -1,8 +1,10 @@
 // Package catalog is chaperone's list of what it can run: every model and design protocol
 // of the interface, each with its parameters (types, defaults, ranges), capabilities and
 // size ceilings, plus the service limits. It validates create requests against that list,
-// so a job that reaches the queue has exactly the params that will run. It imports only
-// job (the domain types) and bio (the input formats).
+// so a job that reaches the queue has exactly the params that will run. What a model's
+// upstream tool demands of an input beyond its capabilities is not known here: the engine
+// of the tool registers it (AddInputRule). It imports only job (the domain types) and bio
+// (the input formats).
 package catalog
 
 import (
@@ -19,14 +21,10 @@ type Catalog struct {
 	Protocols []Protocol
 	Limits    Limits
 	// MSAServer is the alignment server that use_msa_server sends protein sequences to, as
-	// the operator configured the workers; the catalog shows it so that callers know where
-	// their sequences go.
+	// the operator configured the workers (engine.DefaultMSAServer unless they chose
+	// another); the catalog shows it so that callers know where their sequences go.
 	MSAServer string
 }
-
-// DefaultMSAServer is the public ColabFold MMseqs2 server, the default of every upstream
-// tool that aligns on a server.
-const DefaultMSAServer = "https://api.colabfold.com"
 
 // Model is one model of the interface.
 type Model struct {
@@ -45,10 +43,15 @@ type Model struct {
 	Params       []Param
 	// Fast says what `fast` does for this model, shown in the catalog.
 	Fast string
-	// rules are the model's own input rules beyond its capabilities, where its upstream
-	// tool would otherwise fail on the input or silently read it differently.
-	rules func(cx *bio.Complex, params map[string]any) error
+	// rules are the input rules of the model's upstream tool, registered by its engine.
+	rules []InputRule
 }
+
+// InputRule is what a model's upstream tool demands of one parsed target beyond the
+// model's capabilities, where the tool would otherwise fail on the input or silently read
+// it differently. params are the job's accepted params. Its error is placed in the input
+// (bio.Errorf) where a place exists.
+type InputRule func(cx *bio.Complex, params map[string]any) error
 
 // Capabilities are what a model can take as input or give as output.
 type Capabilities struct {

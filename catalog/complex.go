@@ -3,46 +3,11 @@ package catalog
 import (
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/chaperone-bio/chaperone/bio"
 	"github.com/chaperone-bio/chaperone/job"
 )
-
-// SingleTarget is the name of the one target of a prediction given as sequence or input.
-const SingleTarget = "target1"
-
-// Complexes parses the input of a prediction job into its targets, in order: the one
-// target of sequence or input, named SingleTarget, or one per target under its name. Each
-// is a checked bio.Complex; errors are *job.InvalidError naming the field. Parsing is
-// deterministic, so an engine calls it again on a stored job rather than the job storing a
-// second copy of its input.
-func Complexes(in job.Input) ([]*bio.Complex, error) {
-	switch {
-	case in.Sequence != "":
-		cx, err := bio.ProteinComplex(SingleTarget, in.Sequence)
-		if err != nil {
-			return nil, invalid("sequence", err)
-		}
-		return []*bio.Complex{cx}, nil
-	case in.Input != "":
-		cx, err := bio.ParseInput(SingleTarget, in.Input)
-		if err != nil {
-			return nil, invalid("input", err)
-		}
-		return []*bio.Complex{cx}, nil
-	}
-	out := make([]*bio.Complex, len(in.Targets))
-	for i, t := range in.Targets {
-		cx, err := bio.ParseInput(t.Name, t.Content)
-		if err != nil {
-			return nil, invalid(fmt.Sprintf("targets[%d].content", i), err)
-		}
-		out[i] = cx
-	}
-	return out, nil
-}
 
 // checkComplex checks one parsed target against the caps and against what the model can
 // take; errors are placed in the input where a place exists.
@@ -71,8 +36,10 @@ func (c *Catalog) checkComplex(m *Model, cx *bio.Complex, params map[string]any)
 			}
 		}
 	}
-	if m.rules != nil {
-		return m.rules(cx, params)
+	for _, rule := range m.rules {
+		if err := rule(cx, params); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -118,75 +85,6 @@ func (c *Catalog) predictModelsWith(can func(Capabilities) bool) []string {
 		}
 	}
 	return ids
-}
-
-// Boltz's supported range for pocket and contact distances (docs/prediction.md).
-const boltzMinDistance, boltzMaxDistance = 4, 20
-
-// boltzRules are what Boltz-2 itself requires of an input beyond the schema
-// (src/boltz/data/parse/schema.py):
-//   - entries with the same type and sequence are one entity to Boltz, which takes the
-//     modifications and cyclic flag of the first for all and fails unless their MSAs agree;
-//     so are ligand entries with the same SMILES or CCD codes, which makes each a copy and
-//     none of them an affinity binder;
-//   - one target cannot mix an alignment the caller sent with one searched on the server;
-//   - pocket and contact distances are supported between 4 and 20 Å.
-func boltzRules(cx *bio.Complex, params map[string]any) error {
-	for i, e := range cx.Entities {
-		if !e.Kind.Polymer() {
-			continue
-		}
-		for _, prev := range cx.Entities[:i] {
-			if prev.Kind != e.Kind || prev.Sequence != e.Sequence {
-				continue
-			}
-			if prev.MSA != e.MSA || prev.Cyclic != e.Cyclic || !slices.Equal(prev.Modifications, e.Modifications) {
-				return bio.Errorf(e.Pos, "chains %s and %s have the same sequence, and Boltz reads them as copies of one "+
-					"molecule, so they must have the same msa, modifications and cyclic; list both ids on one entry "+
-					"(id: [%s, %s]) or make those fields agree", prev.IDs[0], e.IDs[0], prev.IDs[0], e.IDs[0])
-			}
-		}
-	}
-	if a := cx.Affinity; a != nil {
-		binder, _ := cx.Entity(a.Binder)
-		for _, e := range cx.Entities {
-			if e.Kind == bio.Ligand && e.IDs[0] != binder.IDs[0] && e.SMILES == binder.SMILES && slices.Equal(e.CCD, binder.CCD) {
-				return bio.Errorf(a.Pos, "affinity binder %s: chain %s is the same ligand, and Boltz reads the two as copies of one "+
-					"molecule, which it predicts no affinity for; give the binder a single copy", a.Binder, e.IDs[0])
-			}
-		}
-	}
-	if params["use_msa_server"] == true {
-		var inline, auto *bio.Entity
-		for i := range cx.Entities {
-			e := &cx.Entities[i]
-			switch {
-			case e.Kind != bio.Protein:
-			case e.MSA.Source == bio.MSAInline && inline == nil:
-				inline = e
-			case e.MSA.Source == bio.MSAAuto && auto == nil:
-				auto = e
-			}
-		}
-		if inline != nil && auto != nil {
-			return bio.Errorf(auto.Pos, "chain %s would be aligned on the MSA server while chain %s has the alignment you "+
-				"sent, and Boltz cannot mix the two in one target: send an alignment for %s too, write msa: empty for it, "+
-				"or send use_msa_server false to fold it single-sequence", auto.IDs[0], inline.IDs[0], auto.IDs[0])
-		}
-	}
-	for _, k := range cx.Constraints {
-		d := 0.0
-		switch {
-		case k.Pocket != nil:
-			d = k.Pocket.MaxDistance
-		case k.Contact != nil:
-			d = k.Contact.MaxDistance
-		}
-		if d != 0 && (d < boltzMinDistance || d > boltzMaxDistance) {
-			return bio.Errorf(k.Pos, "max_distance %g is outside the %d to %d Å that Boltz supports", d, boltzMinDistance, boltzMaxDistance)
-		}
-	}
-	return nil
 }
 
 // samplePattern matches the names that extra samples of a target take (<target>_sample_<k>).

@@ -2,7 +2,9 @@ package catalog
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -34,25 +36,6 @@ const (
 	a3mFor = "      msa: |\n        >q\n        MKTAYI\n"
 )
 
-func TestComplexes(t *testing.T) {
-	t.Parallel()
-	got, err := Complexes(job.Input{Targets: []job.Target{{Name: "a", Content: ">x\nMK\n"}, {Name: "b", Content: protA + ligL}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 2 || got[0].Name != "a" || got[1].Name != "b" || got[1].NumChains() != 2 {
-		t.Errorf("complexes %+v %+v", got[0], got[1])
-	}
-	for _, in := range []job.Input{{Sequence: "MKT"}, {Input: ">x\nMKT\n"}} {
-		got, err := Complexes(in)
-		if err != nil || len(got) != 1 || got[0].Name != SingleTarget || got[0].Entities[0].Sequence != "MKT" {
-			t.Errorf("Complexes(%+v) = %+v, %v", in, got, err)
-		}
-	}
-	_, err = Complexes(job.Input{Targets: []job.Target{{Name: "a", Content: ">x\nMK\n"}, {Name: "b", Content: "sequences: 3"}}})
-	wantInvalid(t, err, "targets[1].content", "line 1, column 12: sequences must be a list")
-}
-
 func TestNewPredictAcceptsInputs(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -60,13 +43,6 @@ func TestNewPredictAcceptsInputs(t *testing.T) {
 	}{
 		{"a complex at every cap", body("", "sequences:\n  - protein: {id: [A, B], sequence: "+strings.Repeat("A", 19)+"}\n  - ligand: {id: L, ccd: SAH}\n"+
 			"constraints:\n  - pocket: {binder: L, contacts: [[A, 1]], max_distance: 4}\n", "")},
-		{"an inline alignment and msa: empty mix with the server on", body("", "sequences:\n  - protein:\n      id: A\n      sequence: MKTAYI\n"+a3mFor+
-			"  - protein: {id: B, sequence: GG, msa: empty}\n", "")},
-		{"an inline alignment and a server chain mix when the server is off", body("", "sequences:\n  - protein:\n      id: A\n      sequence: MKTAYI\n"+a3mFor+
-			"  - protein: {id: B, sequence: GG}\n", `{"use_msa_server": false}`)},
-		{"same sequence twice with the same settings", body("", "sequences:\n  - protein: {id: A, sequence: MK, cyclic: true}\n  - protein: {id: B, sequence: MK, cyclic: true}\n", "")},
-		{"affinity for one of two different ligands", body("", protA+ligL+"  - ligand: {id: M, smiles: CCN}\nproperties:\n  - affinity: {binder: L}\n", "")},
-		{"same sequence as protein and as RNA is no conflict", body("", "sequences:\n  - protein: {id: A, sequence: ACG}\n  - rna: {id: B, sequence: ACG, cyclic: true}\n", "")},
 		{"one-letter chains in pdb output", body("", protA+ligL, `{"output_format": "pdb"}`)},
 		{"protenix takes ligands and nucleic acids", body("protenix-v2", protA+ligL+"  - dna: {id: D, sequence: ACGT}\n", "")},
 		{"esmfold2 takes proteins with msa: empty", body("esmfold2", "sequences:\n  - protein: {id: A, sequence: MK, msa: empty}\n", "")},
@@ -119,20 +95,6 @@ func TestNewPredictRejectsInputs(t *testing.T) {
 			"input", "chain A has an alignment, which esmfold2-fast does not take"},
 		{"two-character chain ids in PDB output", body("", "sequences:\n  - protein: {id: A1, sequence: MK}\n", `{"output_format": "pdb"}`),
 			"input", "line 2, column 5: chain A1: the PDB format holds one character per chain id"},
-		{"Boltz: same sequence, different msa", body("", "sequences:\n  - protein: {id: A, sequence: MK}\n  - protein: {id: B, sequence: MK, msa: empty}\n", ""),
-			"input", "line 3, column 5: chains A and B have the same sequence, and Boltz reads them as copies of one molecule, so they must have the same msa, modifications and cyclic; list both ids on one entry (id: [A, B])"},
-		{"Boltz: same sequence, different modifications", body("", "sequences:\n  - protein: {id: A, sequence: MK}\n  - protein: {id: B, sequence: MK, modifications: [{position: 1, ccd: MSE}]}\n", ""),
-			"input", "chains A and B have the same sequence"},
-		{"Boltz: an inline alignment beside a server chain", body("", "sequences:\n  - protein:\n      id: A\n      sequence: MKTAYI\n"+a3mFor+"  - protein: {id: B, sequence: GG}\n", ""),
-			"input", "line 8, column 5: chain B would be aligned on the MSA server while chain A has the alignment you sent, and Boltz cannot mix the two"},
-		{"Boltz: affinity for a ligand that another entry repeats", body("", protA+ligL+"  - ligand: {id: M, smiles: CCO}\nproperties:\n  - affinity: {binder: L}\n", ""),
-			"input", "line 6, column 5: affinity binder L: chain M is the same ligand, and Boltz reads the two as copies of one molecule"},
-		{"Boltz: affinity for a CCD ligand that another entry repeats", body("", protA+"  - ligand: {id: M, ccd: SAH}\n  - ligand: {id: L, ccd: [SAH]}\nproperties:\n  - affinity: {binder: L}\n", ""),
-			"input", "affinity binder L: chain M is the same ligand"},
-		{"Boltz: a pocket closer than 4 Å", body("", protA+ligL+"constraints:\n  - pocket: {binder: L, contacts: [[A, 1]], max_distance: 2.5}\n", ""),
-			"input", "line 5, column 5: max_distance 2.5 is outside the 4 to 20 Å that Boltz supports"},
-		{"Boltz: a contact further than 20 Å", body("", protA+ligL+"constraints:\n  - contact: {token1: [A, 1], token2: [L, C1], max_distance: 25}\n", ""),
-			"input", "max_distance 25 is outside the 4 to 20 Å"},
 		{"a target named like another's samples", `{"targets": [{"name": "x", "content": ">a\nMK"}, {"name": "X_sample_2", "content": ">a\nMK"}]}`,
 			"targets[1].name", `"X_sample_2" is the name of the further samples of targets[0] (x_sample_<k>.cif); rename it`},
 		{"a target named like another's structure file", `{"targets": [{"name": "x", "content": ">a\nMK"}, {"name": "X.cif", "content": ">a\nMK"}]}`,
@@ -164,8 +126,40 @@ func TestNewPredictKeepsTheInput(t *testing.T) {
 	if !reflect.DeepEqual(j.Input, job.Input{Input: in}) {
 		t.Errorf("input %+v", j.Input)
 	}
-	cx, err := Complexes(j.Input)
+	cx, err := bio.Complexes(j.Input)
 	if err != nil || len(cx) != 1 || cx[0].Entities[1].Kind != bio.Ligand {
 		t.Errorf("Complexes = %+v, %v", cx, err)
+	}
+}
+
+// TestInputRules: a rule an engine registers runs on every target of its model's jobs,
+// with the accepted params, and its error is placed in the target's field.
+func TestInputRules(t *testing.T) {
+	t.Parallel()
+	c := tight()
+	var seen []string
+	rule := func(cx *bio.Complex, params map[string]any) error {
+		seen = append(seen, fmt.Sprintf("%s %v", cx.Name, params["use_msa_server"]))
+		if cx.NumChains() > 1 {
+			return bio.Errorf(cx.Entities[1].Pos, "chain %s: the tool takes one chain", cx.Entities[1].IDs[0])
+		}
+		return nil
+	}
+	if err := c.AddInputRule("protenix-v2", rule); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := predict(c, `{"model": "protenix-v2", "targets": [{"name": "a", "content": ">x\nMK"}], "params": {"use_msa_server": false}}`); err != nil {
+		t.Fatal(err)
+	}
+	_, err := predict(c, `{"model": "protenix-v2", "targets": [{"name": "a", "content": ">x\nMK"}, {"name": "b", "content": ">x\nMK\n>y\nGG"}]}`)
+	wantInvalid(t, err, "targets[1].content", "line 3: chain B: the tool takes one chain")
+	if want := []string{"a false", "a true", "b true"}; !slices.Equal(seen, want) {
+		t.Errorf("the rule saw %v, want %v", seen, want)
+	}
+	if _, err := predict(c, body("openfold3", protA+ligL, "")); err != nil {
+		t.Errorf("a rule of protenix-v2 ran on openfold3: %v", err)
+	}
+	if err := c.AddInputRule("nope", rule); err == nil {
+		t.Error("a rule for a model the catalog lacks was accepted")
 	}
 }

@@ -12,7 +12,9 @@ import (
 // documentJSON is the catalog document as a client reads it.
 func documentJSON(t *testing.T, available map[string]bool) map[string]any {
 	t.Helper()
-	b, err := json.Marshal(Default().Document(available))
+	c := Default()
+	c.MSAServer = "https://msa.example.org"
+	b, err := json.Marshal(c.Document(available))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +33,7 @@ func TestDocumentShape(t *testing.T) {
 	if got, want := keys(doc), []string{"api_version", "limits", "models", "msa_server", "object", "protocols"}; !slices.Equal(got, want) {
 		t.Fatalf("top-level keys %v, want %v", got, want)
 	}
-	if doc["object"] != "catalog" || doc["api_version"] != "1.0.0" || doc["msa_server"] != DefaultMSAServer {
+	if doc["object"] != "catalog" || doc["api_version"] != "1.0.0" || doc["msa_server"] != "https://msa.example.org" {
 		t.Errorf("object %v, api_version %v, msa_server %v", doc["object"], doc["api_version"], doc["msa_server"])
 	}
 

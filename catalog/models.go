@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"strconv"
@@ -25,7 +26,7 @@ func New(l Limits) *Catalog {
 			lv.Field(i).Set(dv.Field(i))
 		}
 	}
-	c := &Catalog{Models: models(l), Protocols: protocols(), Limits: l, MSAServer: DefaultMSAServer}
+	c := &Catalog{Models: models(l), Protocols: protocols(), Limits: l}
 	for i := range c.Models {
 		m := &c.Models[i]
 		if m.Kind == job.EmbedKind {
@@ -35,6 +36,19 @@ func New(l Limits) *Catalog {
 		}
 	}
 	return c
+}
+
+// AddInputRule makes the catalog check every target of the model's prediction jobs with
+// rule at submit, after the caps and capabilities. The engine that runs the model owns the
+// rule; the server registers it from the engines it is given, so that a server without a
+// worker refuses what the tool would fail on just the same.
+func (c *Catalog) AddInputRule(model string, rule InputRule) error {
+	m, ok := c.Model(model)
+	if !ok {
+		return fmt.Errorf("catalog: an input rule for %q, which is no model of the catalog", model)
+	}
+	m.rules = append(m.rules, rule)
+	return nil
 }
 
 // Model returns the model with the given id.
@@ -160,7 +174,6 @@ func models(l Limits) []Model {
 			Fast: "On: cuEquivariance fused triangle kernels (upstream's default; Boltz uses them on GPUs of " +
 				"compute capability 8.0 or newer); off: --no_kernels. Precision is bf16-mixed either way, as upstream " +
 				"fixes it, and steps and samples are never cut.",
-			rules: boltzRules,
 		},
 		{
 			ID: "esmfold2", Kind: job.PredictKind, Name: "ESMFold2", Tool: "esm", MaxResidues: fold,

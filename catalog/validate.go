@@ -23,7 +23,7 @@ const maxItemName = 64
 // NewPredict validates a prediction request and returns the job it creates, without ID,
 // owner, status or times. Targets without a name are named target1, target2, … by their
 // 1-based position in the list. Every target is parsed (FASTA or Boltz YAML, see
-// Complexes) and checked against the caps and the model's capabilities; the job keeps the
+// bio.Complexes) and checked against the caps and the model's capabilities; the job keeps the
 // input as sent. Errors are *job.InvalidError.
 func (c *Catalog) NewPredict(r *PredictRequest) (*job.Job, error) {
 	m, err := c.pickModel(job.PredictKind, r.Model, DefaultPredictModel)
@@ -59,7 +59,7 @@ func (c *Catalog) NewPredict(r *PredictRequest) (*job.Job, error) {
 	if j.Params, err = acceptParams(m, r.Params); err != nil {
 		return nil, err
 	}
-	complexes, err := Complexes(j.Input)
+	complexes, err := bio.Complexes(j.Input)
 	if err != nil {
 		return nil, err
 	}

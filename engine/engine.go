@@ -1,14 +1,21 @@
 // Package engine defines how chaperone drives an upstream model tool: an Engine declares
 // the catalog models it serves, checks that its tool is present, and runs one job in a work
-// folder. One subpackage per upstream tool implements it; the registry here collects them.
+// folder. One subpackage per upstream tool implements it; the registry here collects them,
+// engine/toolkit holds what they all repeat, and engine/conformance is the test suite every
+// one of them passes. It imports job and bio (the parsed input that InputRules check).
 package engine
 
 import (
 	"context"
 	"io"
 
+	"github.com/chaperone-bio/chaperone/bio"
 	"github.com/chaperone-bio/chaperone/job"
 )
+
+// DefaultMSAServer is the public ColabFold MMseqs2 server, the default of every upstream
+// tool that aligns on a server.
+const DefaultMSAServer = "https://api.colabfold.com"
 
 // Engine runs jobs for one upstream tool.
 type Engine interface {
@@ -23,6 +30,16 @@ type Engine interface {
 	// Run executes one job. It must not trust the tool's exit code alone: success means the
 	// files the engine expects are there.
 	Run(ctx context.Context, run *Run) (*Output, error)
+}
+
+// InputRules is implemented by an engine whose tool demands more of a prediction input
+// than the catalog's capabilities say: the server registers CheckInput with the catalog
+// for each of the engine's models, so that a job the tool would fail on, or read
+// differently than the caller meant, is refused at submit with a 400.
+type InputRules interface {
+	// CheckInput checks one parsed target of a job for model with the job's accepted
+	// params; its error is placed in the input (bio.Errorf) where a place exists.
+	CheckInput(model string, cx *bio.Complex, params map[string]any) error
 }
 
 // Tools maps a tool name to an explicit executable path chosen by the operator
@@ -60,7 +77,7 @@ type Command struct {
 
 // Output is what a finished run produced.
 type Output struct {
-	Rows      []map[string]any
+	Rows      []job.PredictionRow
 	Designs   []job.Design
 	Embedding *job.Embedding
 	// Files are the artifacts, each a file the run wrote under WorkDir.

@@ -6,6 +6,7 @@ package job
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"time"
 )
 
@@ -142,10 +143,140 @@ func ValidID(s string) bool {
 // Results is what a succeeded job produced: rows for predictions, designs for designs,
 // sequences for embeddings, and the artifact files of all kinds.
 type Results struct {
-	Rows      []map[string]any `json:"rows,omitempty"`
-	Designs   []Design         `json:"designs,omitempty"`
-	Embedding *Embedding       `json:"embedding,omitempty"`
-	Artifacts []Artifact       `json:"artifacts"`
+	Rows      []PredictionRow `json:"rows,omitempty"`
+	Designs   []Design        `json:"designs,omitempty"`
+	Embedding *Embedding      `json:"embedding,omitempty"`
+	Artifacts []Artifact      `json:"artifacts"`
+}
+
+// PredictionRow is one target of a prediction job, with the same keys for every model
+// (decisions: Results).
+type PredictionRow struct {
+	ID        string
+	Status    RowStatus
+	Error     string // why the target failed; set on failed rows only
+	NChains   int
+	NResidues int
+	Samples   int  // structures written for the target
+	MSA       bool // some chain was folded with an alignment
+	RuntimeS  float64
+	// Scores are the best sample's; nil when the tool gave none, as for a target that
+	// failed before any structure was written.
+	Scores *Scores
+	// Affinity is set on a target that asked for one and got it (boltz2 only).
+	Affinity *Affinity
+}
+
+// RowStatus says whether the tool produced a target's results.
+type RowStatus string
+
+const (
+	RowOK     RowStatus = "ok"
+	RowFailed RowStatus = "failed"
+)
+
+// Scores are the confidence of one predicted structure. Every model gives PLDDT and PTM;
+// any other score a model does not give is nil, which shows as null.
+type Scores struct {
+	PLDDT           float64  // mean pLDDT on 0..1, whatever scale the tool writes
+	PTM             float64  // predicted TM score of the complex
+	IPTM            *float64 // interface pTM; nil for one chain, which has no interface
+	ComplexPLDDT    *float64
+	ConfidenceScore *float64 // the tool's own ranking score, by which its samples are ranked
+	// Boltz's further summary scores.
+	ComplexIPLDDT *float64
+	ComplexPDE    *float64
+	ComplexIPDE   *float64
+}
+
+// Affinity is Boltz-2's binding affinity of the target's ligand: the ensemble's values,
+// and those of its two models where the tool gave them.
+type Affinity struct {
+	PredValue          float64 // log10 of the IC50 in µM
+	ProbabilityBinary  float64 // likelihood that the ligand binds, 0..1
+	PredValue1         *float64
+	ProbabilityBinary1 *float64
+	PredValue2         *float64
+	ProbabilityBinary2 *float64
+}
+
+// MarshalJSON writes the row as an object with its keys sorted, as rows were written
+// before they were typed, so that a stored row and its re-marshalled form are the same
+// bytes: the keys of Scores and Affinity only when they are set, error only when set.
+func (r PredictionRow) MarshalJSON() ([]byte, error) {
+	m := map[string]any{"id": r.ID, "status": r.Status, "n_chains": r.NChains, "n_residues": r.NResidues,
+		"samples": r.Samples, "msa": r.MSA, "runtime_s": r.RuntimeS}
+	if r.Error != "" {
+		m["error"] = r.Error
+	}
+	if s := r.Scores; s != nil {
+		m["plddt"], m["ptm"], m["iptm"], m["complex_plddt"], m["confidence_score"] = s.PLDDT, s.PTM, s.IPTM, s.ComplexPLDDT, s.ConfidenceScore
+		m["complex_iplddt"], m["complex_pde"], m["complex_ipde"] = s.ComplexIPLDDT, s.ComplexPDE, s.ComplexIPDE
+	}
+	if a := r.Affinity; a != nil {
+		m["affinity_pred_value"], m["affinity_probability_binary"] = a.PredValue, a.ProbabilityBinary
+		for key, v := range map[string]*float64{"affinity_pred_value1": a.PredValue1, "affinity_probability_binary1": a.ProbabilityBinary1,
+			"affinity_pred_value2": a.PredValue2, "affinity_probability_binary2": a.ProbabilityBinary2} {
+			if v != nil {
+				m[key] = *v
+			}
+		}
+	}
+	return json.Marshal(m)
+}
+
+// rowJSON is a row as JSON holds it, where a missing key and null are both nil.
+type rowJSON struct {
+	ID                         string    `json:"id"`
+	Status                     RowStatus `json:"status"`
+	Error                      string    `json:"error"`
+	NChains                    int       `json:"n_chains"`
+	NResidues                  int       `json:"n_residues"`
+	Samples                    int       `json:"samples"`
+	MSA                        bool      `json:"msa"`
+	RuntimeS                   float64   `json:"runtime_s"`
+	PLDDT                      *float64  `json:"plddt"`
+	PTM                        *float64  `json:"ptm"`
+	IPTM                       *float64  `json:"iptm"`
+	ComplexPLDDT               *float64  `json:"complex_plddt"`
+	ConfidenceScore            *float64  `json:"confidence_score"`
+	ComplexIPLDDT              *float64  `json:"complex_iplddt"`
+	ComplexPDE                 *float64  `json:"complex_pde"`
+	ComplexIPDE                *float64  `json:"complex_ipde"`
+	AffinityPredValue          *float64  `json:"affinity_pred_value"`
+	AffinityProbabilityBinary  *float64  `json:"affinity_probability_binary"`
+	AffinityPredValue1         *float64  `json:"affinity_pred_value1"`
+	AffinityProbabilityBinary1 *float64  `json:"affinity_probability_binary1"`
+	AffinityPredValue2         *float64  `json:"affinity_pred_value2"`
+	AffinityProbabilityBinary2 *float64  `json:"affinity_probability_binary2"`
+}
+
+// UnmarshalJSON reads a row as MarshalJSON writes it. A row has scores when it has a
+// plddt, and an affinity when it has an affinity_pred_value.
+func (r *PredictionRow) UnmarshalJSON(b []byte) error {
+	var w rowJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*r = PredictionRow{ID: w.ID, Status: w.Status, Error: w.Error, NChains: w.NChains, NResidues: w.NResidues,
+		Samples: w.Samples, MSA: w.MSA, RuntimeS: w.RuntimeS}
+	if w.PLDDT != nil {
+		r.Scores = &Scores{PLDDT: *w.PLDDT, PTM: orZero(w.PTM), IPTM: w.IPTM, ComplexPLDDT: w.ComplexPLDDT,
+			ConfidenceScore: w.ConfidenceScore, ComplexIPLDDT: w.ComplexIPLDDT, ComplexPDE: w.ComplexPDE, ComplexIPDE: w.ComplexIPDE}
+	}
+	if w.AffinityPredValue != nil {
+		r.Affinity = &Affinity{PredValue: *w.AffinityPredValue, ProbabilityBinary: orZero(w.AffinityProbabilityBinary),
+			PredValue1: w.AffinityPredValue1, ProbabilityBinary1: w.AffinityProbabilityBinary1,
+			PredValue2: w.AffinityPredValue2, ProbabilityBinary2: w.AffinityProbabilityBinary2}
+	}
+	return nil
+}
+
+func orZero(v *float64) float64 {
+	if v == nil {
+		return 0
+	}
+	return *v
 }
 
 // Design is one designed binder or scaffold.

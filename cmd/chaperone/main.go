@@ -122,7 +122,7 @@ func serve(args []string, stderr io.Writer) error {
 	noWorker := fs.Bool("no-worker", env("CHAPERONE_NO_WORKER", "") == "1", "serve the API without an in-process worker (CHAPERONE_NO_WORKER=1)")
 	publicURL := fs.String("public-url", env("CHAPERONE_PUBLIC_URL", ""), "public base URL, used in problem type URIs; default: from each request (CHAPERONE_PUBLIC_URL)")
 	logLevel := fs.String("log-level", env("CHAPERONE_LOG_LEVEL", "info"), "debug, info, warn or error (CHAPERONE_LOG_LEVEL)")
-	msaServer := fs.String("msa-server", env("CHAPERONE_MSA_SERVER", catalog.DefaultMSAServer), "ColabFold-compatible MMseqs2 server that use_msa_server sends protein sequences to; self-host one to keep them private (CHAPERONE_MSA_SERVER)")
+	msaServer := fs.String("msa-server", env("CHAPERONE_MSA_SERVER", engine.DefaultMSAServer), "ColabFold-compatible MMseqs2 server that use_msa_server sends protein sequences to; self-host one to keep them private (CHAPERONE_MSA_SERVER)")
 	tools := engine.Tools{}
 	for _, kv := range os.Environ() {
 		if name, path, ok := strings.Cut(strings.TrimPrefix(kv, "CHAPERONE_TOOL_"), "="); ok && strings.HasPrefix(kv, "CHAPERONE_TOOL_") {

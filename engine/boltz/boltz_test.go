@@ -10,10 +10,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +19,8 @@ import (
 	"github.com/chaperone-bio/chaperone/catalog"
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/boltz/boltztest"
+	"github.com/chaperone-bio/chaperone/engine/toolkit"
+	"github.com/chaperone-bio/chaperone/engine/toolkit/npy"
 	"github.com/chaperone-bio/chaperone/job"
 	"github.com/chaperone-bio/chaperone/worker/proc"
 )
@@ -47,21 +47,15 @@ func TestMain(m *testing.M) {
 
 const server = "https://msa.example.org"
 
-// lockedBuffer is a log that the streaming goroutine and the engine may both write, and
-// that a test can wait on.
+// lockedBuffer is a log that the streaming goroutine and the engine may both write.
 type lockedBuffer struct {
-	mu      sync.Mutex
-	b       bytes.Buffer
-	changed chan struct{} // closed and replaced at every write
+	mu sync.Mutex
+	b  bytes.Buffer
 }
 
 func (l *lockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.changed != nil {
-		close(l.changed)
-		l.changed = nil
-	}
 	return l.b.Write(p)
 }
 
@@ -69,29 +63,6 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
-}
-
-// waitFor waits until the log holds s.
-func (l *lockedBuffer) waitFor(t *testing.T, s string, timeout time.Duration) {
-	t.Helper()
-	deadline := time.After(timeout)
-	for {
-		l.mu.Lock()
-		found := strings.Contains(l.b.String(), s)
-		if l.changed == nil {
-			l.changed = make(chan struct{})
-		}
-		changed := l.changed
-		l.mu.Unlock()
-		if found {
-			return
-		}
-		select {
-		case <-changed:
-		case <-deadline:
-			t.Fatalf("the log did not show %q within %s:\n%s", s, timeout, l.String())
-		}
-	}
 }
 
 // harness is one engine run against the stand-in.
@@ -215,18 +186,16 @@ func TestRunOneProtein(t *testing.T) {
 		t.Fatalf("rows %v", out.Rows)
 	}
 	row := out.Rows[0]
-	for k, want := range map[string]any{"id": "target1", "status": "ok", "n_chains": 1, "n_residues": 22, "samples": 1, "msa": true, "iptm": nil} {
-		if row[k] != want {
-			t.Errorf("row[%s] = %v, want %v", k, row[k], want)
-		}
+	if row.ID != "target1" || row.Status != job.RowOK || row.Error != "" || row.NChains != 1 || row.NResidues != 22 ||
+		row.Samples != 1 || !row.MSA || row.RuntimeS <= 0 || row.Affinity != nil {
+		t.Errorf("row %+v", row)
 	}
-	for _, k := range []string{"plddt", "ptm", "complex_plddt", "confidence_score", "complex_iplddt", "complex_pde", "complex_ipde", "runtime_s"} {
-		if _, ok := row[k].(float64); !ok {
-			t.Errorf("row[%s] = %v (%T), want a number", k, row[k], row[k])
-		}
+	s := row.Scores
+	if s == nil || s.IPTM != nil || s.ComplexPLDDT == nil || s.ConfidenceScore == nil || s.ComplexIPLDDT == nil || s.ComplexPDE == nil || s.ComplexIPDE == nil {
+		t.Fatalf("scores %+v: want every score but iptm, which one chain lacks", s)
 	}
-	if p := row["plddt"].(float64); p <= 0 || p > 1 || p != row["complex_plddt"] {
-		t.Errorf("plddt %v, complex_plddt %v", p, row["complex_plddt"])
+	if s.PLDDT <= 0 || s.PLDDT > 1 || s.PLDDT != *s.ComplexPLDDT || s.PTM <= 0 {
+		t.Errorf("plddt %v, complex_plddt %v, ptm %v", s.PLDDT, *s.ComplexPLDDT, s.PTM)
 	}
 	want := map[string]string{
 		"target1.cif": job.ArtifactStructure,
@@ -245,6 +214,18 @@ func TestRunOneProtein(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(out.Files[0].Local); bio.StructureFormat(string(b)) != bio.MMCIF {
 		t.Errorf("best structure is not mmCIF: %.80q", b)
+	}
+	// Boltz's arrays are per token: the PAE is tokens × tokens, pLDDT one per token.
+	for key, shape := range map[string][]int{"plddt": {22}, "pae": {22, 22}, "pde": {22, 22}} {
+		path := fmt.Sprintf("target1/%s_target1_model_0.npz", key)
+		i := slices.IndexFunc(out.Files, func(f engine.File) bool { return f.Path == path })
+		if i < 0 {
+			t.Fatalf("no %s", path)
+		}
+		arrays, err := npy.ReadNPZ(out.Files[i].Local)
+		if a := arrays[key]; err != nil || a == nil || !reflect.DeepEqual(a.Shape, shape) {
+			t.Errorf("%s: %v, %v; want %s of shape %v", path, arrays, err, key, shape)
+		}
 	}
 }
 
@@ -266,7 +247,7 @@ func TestRunParams(t *testing.T) {
 		t.Errorf("stages %v include msa", got)
 	}
 	row := out.Rows[0]
-	if row["samples"] != 3 || row["msa"] != false {
+	if row.Samples != 3 || row.MSA {
 		t.Errorf("row %v", row)
 	}
 	got := paths(out.Files)
@@ -279,14 +260,14 @@ func TestRunParams(t *testing.T) {
 	var scores []float64
 	for k := range 3 {
 		var c confidence
-		if err := readJSON(filepath.Join(h.workDir, "out/boltz_results_inputs/predictions/target1",
+		if err := toolkit.ReadPythonJSON(filepath.Join(h.workDir, "out/boltz_results_inputs/predictions/target1",
 			fmt.Sprintf("confidence_target1_model_%d.json", k)), &c); err != nil {
 			t.Fatal(err)
 		}
 		scores = append(scores, *c.ConfidenceScore)
 	}
-	if !slices.IsSortedFunc(scores, func(a, b float64) int { return int((b - a) * 1e6) }) || row["confidence_score"] != scores[0] {
-		t.Errorf("scores %v by rank, row confidence_score %v", scores, row["confidence_score"])
+	if !slices.IsSortedFunc(scores, func(a, b float64) int { return int((b - a) * 1e6) }) || *row.Scores.ConfidenceScore != scores[0] {
+		t.Errorf("scores %v by rank, row confidence_score %v", scores, *row.Scores.ConfidenceScore)
 	}
 	yaml, err := os.ReadFile(filepath.Join(h.workDir, "inputs/target1.yaml"))
 	if err != nil || !strings.Contains(string(yaml), `msa: "empty"`) {
@@ -304,27 +285,27 @@ func TestRunTargetsAndFailures(t *testing.T) {
 		{"name": "oom-big", "content": ">A|protein|empty\nMKTAYIAK\n"},
 		{"content": ">x\nGGGG\n"}], "params": {"use_msa_server": false}}`))
 	wall := time.Since(started).Seconds()
-	rows := map[string]map[string]any{}
+	rows := map[string]job.PredictionRow{}
 	sum := 0.0
 	for _, r := range out.Rows {
-		rows[r["id"].(string)] = r
-		sum += r["runtime_s"].(float64)
+		rows[r.ID] = r
+		sum += r.RuntimeS
 	}
-	if len(rows) != 4 || rows["good"]["status"] != "ok" || rows["target4"]["status"] != "ok" {
-		t.Fatalf("rows %v", out.Rows)
+	if len(rows) != 4 || rows["good"].Status != job.RowOK || rows["target4"].Status != job.RowOK {
+		t.Fatalf("rows %+v", out.Rows)
 	}
-	if rows["good"]["n_chains"] != 2 || rows["good"]["iptm"] == nil {
-		t.Errorf("two-chain row %v", rows["good"])
+	if good := rows["good"]; good.NChains != 2 || good.Scores.IPTM == nil {
+		t.Errorf("two-chain row %+v", good)
 	}
-	if e := rows["skip-me"]; e["status"] != "failed" || e["error"] != "Boltz could not process the input and skipped it: Invalid SMILES for ligand: simulated parse failure" {
-		t.Errorf("skipped row %v", e)
+	if e := rows["skip-me"]; e.Status != job.RowFailed || e.Scores != nil || e.Error != "Boltz could not process the input and skipped it: Invalid SMILES for ligand: simulated parse failure" {
+		t.Errorf("skipped row %+v", e)
 	}
-	if e := rows["oom-big"]; e["status"] != "failed" || !strings.Contains(e["error"].(string), `Boltz ran out of memory predicting it ("| WARNING: ran out of memory, skipping batch")`) {
-		t.Errorf("out-of-memory row %v", e)
+	if e := rows["oom-big"]; e.Status != job.RowFailed || !strings.Contains(e.Error, `Boltz ran out of memory predicting it ("| WARNING: ran out of memory, skipping batch")`) {
+		t.Errorf("out-of-memory row %+v", e)
 	}
 	for id, r := range rows {
-		if r["n_residues"] == nil || r["runtime_s"].(float64) <= 0 {
-			t.Errorf("%s: row %v lacks n_residues or a positive runtime_s", id, r)
+		if r.NResidues == 0 || r.RuntimeS <= 0 {
+			t.Errorf("%s: row %+v lacks n_residues or a positive runtime_s", id, r)
 		}
 	}
 	// The rows share out the tool's wall time, which is within the engine's (give or take
@@ -364,8 +345,8 @@ func TestRunCrash(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t)
 		out := h.mustRun(newJob(t, `{"targets": [{"name": "a", "content": ">a\nMK"}, {"name": "crash", "content": ">a\nGG"}]}`))
-		if out.Rows[0]["status"] != "ok" || out.Rows[1]["status"] != "failed" ||
-			out.Rows[1]["error"] != "boltz exited before it finished this target (exit code 1); the run log has its output" {
+		if out.Rows[0].Status != job.RowOK || out.Rows[1].Status != job.RowFailed ||
+			out.Rows[1].Error != "boltz exited before it finished this target (exit code 1); the run log has its output" {
 			t.Errorf("rows %v", out.Rows)
 		}
 	})
@@ -387,19 +368,17 @@ func TestRunAffinity(t *testing.T) {
 		t.Errorf("stages %v, want %v", got, want)
 	}
 	ok, failed := out.Rows[0], out.Rows[1]
-	for _, k := range affinityKeys {
-		if _, is := ok[k].(float64); !is {
-			t.Errorf("row lacks %s: %v", k, ok)
-		}
+	if a := ok.Affinity; a == nil || a.PredValue1 == nil || a.ProbabilityBinary1 == nil || a.PredValue2 == nil || a.ProbabilityBinary2 == nil {
+		t.Fatalf("row lacks an affinity value: %+v", a)
 	}
-	if p := ok["affinity_probability_binary"].(float64); p < 0 || p > 1 {
+	if p := ok.Affinity.ProbabilityBinary; p < 0 || p > 1 {
 		t.Errorf("probability %v", p)
 	}
 	if got := paths(out.Files); got["lig/affinity_lig.json"] != job.ArtifactAffinity || got["affoom.cif"] != job.ArtifactStructure {
 		t.Errorf("files %v", got)
 	}
-	if failed["status"] != "failed" || failed["error"] != `Boltz predicted the structure but no affinity: it ran out of memory in the affinity loop ("| WARNING: ran out of memory, skipping batch"); the structure files are kept` {
-		t.Errorf("affinity failure row %v", failed)
+	if failed.Status != job.RowFailed || failed.Scores == nil || failed.Affinity != nil || failed.Error != `Boltz predicted the structure but no affinity: it ran out of memory in the affinity loop ("| WARNING: ran out of memory, skipping batch"); the structure files are kept` {
+		t.Errorf("affinity failure row %+v", failed)
 	}
 }
 
@@ -429,7 +408,7 @@ func TestRunSameSequenceSharesItsAlignment(t *testing.T) {
         MK-AYI
 `)
 	out := h.mustRun(newJob(t, `{"targets": [{"name": "dimer", "content": `+string(content)+`}]}`))
-	if row := out.Rows[0]; row["status"] != "ok" || row["n_chains"] != 3 || row["msa"] != true {
+	if row := out.Rows[0]; row.Status != job.RowOK || row.NChains != 3 || !row.MSA {
 		t.Errorf("row %v", row)
 	}
 	yaml, err := os.ReadFile(filepath.Join(h.workDir, "inputs", "dimer.yaml"))
@@ -460,7 +439,7 @@ func TestRunAlignmentCache(t *testing.T) {
 	if strings.Contains(h.log.String(), "Calling MSA server") || strings.Contains(h.args(), "--use_msa_server") {
 		t.Errorf("second run searched again:\n%s", h.log.String())
 	}
-	if out.Rows[0]["msa"] != true || !strings.Contains(h.log.String(), "1 target(s) from the cache") {
+	if !out.Rows[0].MSA || !strings.Contains(h.log.String(), "1 target(s) from the cache") {
 		t.Errorf("row %v; log %s", out.Rows[0], h.log.String())
 	}
 	yaml, _ := os.ReadFile(filepath.Join(h.workDir, "inputs/target1.yaml"))
@@ -485,92 +464,4 @@ func TestRunAlignmentCache(t *testing.T) {
 	if len(keys) != 2 {
 		t.Errorf("cache holds %v", keys)
 	}
-}
-
-func TestMSACachePrunes(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	c := &msaCache{dir: dir, limit: 300}
-	src := filepath.Join(t.TempDir(), "a.csv")
-	if err := os.WriteFile(src, bytes.Repeat([]byte("x"), 100), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	old := time.Now().Add(-time.Hour)
-	for i, key := range []string{cacheKey(server, []string{"A"}), cacheKey(server, []string{"B"}), cacheKey(server, []string{"C"})} {
-		if err := c.store(key, []string{src}); err != nil {
-			t.Fatal(err)
-		}
-		// Entries stored earlier were used earlier.
-		_ = os.Chtimes(c.entry(key), old.Add(time.Duration(i)*time.Minute), old.Add(time.Duration(i)*time.Minute))
-	}
-	// Using the oldest makes it the newest; the next store evicts the least recently used.
-	if _, ok := c.lookup(cacheKey(server, []string{"A"}), 1, t.TempDir(), "x"); !ok {
-		t.Fatal("A missing")
-	}
-	if err := c.store(cacheKey(server, []string{"D"}), []string{src}); err != nil {
-		t.Fatal(err)
-	}
-	for seq, want := range map[string]bool{"A": true, "B": false, "C": true, "D": true} {
-		if _, ok := c.lookup(cacheKey(server, []string{seq}), 1, t.TempDir(), "x"); ok != want {
-			t.Errorf("entry %s present %v, want %v", seq, ok, want)
-		}
-	}
-	if cacheKey(server, []string{"A", "B"}) == cacheKey(server, []string{"B", "A"}) || cacheKey(server, []string{"A"}) == cacheKey("other", []string{"A"}) {
-		t.Error("cache keys must depend on the order of the sequences and on the server")
-	}
-}
-
-func TestRunCancelStopsTheProcessTree(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	j := newJob(t, `{"targets": [{"name": "slow", "content": ">a\nMK"}]}`)
-	workDir := t.TempDir()
-	go func() {
-		_, err := h.runIn(ctx, j, workDir)
-		done <- err
-	}()
-	// The stand-in writes its helper's pid before its first step.
-	h.log.waitFor(t, "slow: step 1 of 300", 20*time.Second)
-	b, err := os.ReadFile(filepath.Join(workDir, "hang.pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(string(b))
-	if err != nil || !running(pid) {
-		t.Fatalf("helper pid %q (%v) is not running", b, err)
-	}
-	cancel()
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("err = %v, want context.Canceled", err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("Run did not return after cancel")
-	}
-	// The group was killed; the helper, which ignores SIGTERM, goes with SIGKILL.
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for deadline := time.Now().Add(5 * time.Second); running(pid); <-tick.C {
-		if time.Now().After(deadline) {
-			t.Fatalf("the helper process %d is still running", pid)
-		}
-	}
-}
-
-// running reports whether pid is a live process (a zombie has exited).
-func running(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }

@@ -1,7 +1,6 @@
 package boltz
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -13,7 +12,7 @@ import (
 	"time"
 
 	"github.com/chaperone-bio/chaperone/bio"
-	"github.com/chaperone-bio/chaperone/engine"
+	"github.com/chaperone-bio/chaperone/engine/toolkit/msacache"
 	"github.com/chaperone-bio/chaperone/job"
 )
 
@@ -25,6 +24,21 @@ func pythonHas(t *testing.T, modules ...string) {
 	if err := exec.Command(python, "-c", "import "+strings.Join(modules, ", ")).Run(); err != nil {
 		t.Skipf("%s cannot import %s (apt-get install python3-yaml python3-numpy): %v", python, strings.Join(modules, ", "), err)
 	}
+}
+
+// writeInput writes the Boltz input of a target whose alignments are searched on the
+// server, into a folder for the YAML and one for the files it names.
+func writeInput(t *testing.T, cx *bio.Complex) (dir, files string) {
+	t.Helper()
+	dir, files = t.TempDir(), t.TempDir()
+	tg, err := planTarget(cx, true, server, &msacache.Cache{}, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeYAML(dir, files, tg); err != nil {
+		t.Fatal(err)
+	}
+	return dir, files
 }
 
 // TestWrittenYAMLReadsInPyYAML reads the YAML the engine writes with PyYAML's safe_load,
@@ -64,15 +78,7 @@ properties:
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, files := t.TempDir(), t.TempDir()
-	e := New(Config{})
-	tg, err := e.plan(cx, true, &msaCache{}, files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := writeYAML(dir, files, tg); err != nil {
-		t.Fatal(err)
-	}
+	dir, files := writeInput(t, cx)
 	out, err := exec.Command(python, "-c", "import yaml, json, sys; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))",
 		filepath.Join(dir, "mix.yaml")).CombinedOutput()
 	if err != nil {
@@ -139,19 +145,6 @@ func TestBoltzEntities(t *testing.T) {
 	}
 }
 
-func TestPythonJSON(t *testing.T) {
-	t.Parallel()
-	in := `{"a": NaN, "b": -Infinity, "c": Infinity, "d": 0.5, "e": "NaN and Infinity", "f": [NaN]}`
-	var got map[string]any
-	if err := json.Unmarshal(pythonJSON([]byte(in)), &got); err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]any{"a": nil, "b": nil, "c": nil, "d": 0.5, "e": "NaN and Infinity", "f": []any{nil}}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("got %v, want %v", got, want)
-	}
-}
-
 // TestMonitor feeds the monitor lines as Boltz, tqdm and Lightning print them.
 func TestMonitor(t *testing.T) {
 	t.Parallel()
@@ -201,58 +194,6 @@ func TestMonitor(t *testing.T) {
 	}
 }
 
-func TestCheck(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	script := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	ctx := context.Background()
-	if err := New(Config{}).Check(ctx, engine.Tools{"boltz": standIn}); err != nil {
-		t.Errorf("the stand-in fails the check: %v", err)
-	}
-	tests := []struct {
-		name  string
-		tools engine.Tools
-		want  string
-	}{
-		{"missing file", engine.Tools{"boltz": filepath.Join(dir, "nope")}, "the boltz command " + filepath.Join(dir, "nope")},
-		{"help fails", engine.Tools{"boltz": script("broken", `echo "ModuleNotFoundError: No module named 'torch'" >&2; exit 1`)},
-			"predict --help failed (exit status 1): ModuleNotFoundError: No module named 'torch'"},
-		{"an old Boltz without an option", engine.Tools{"boltz": script("old", `echo "Usage: boltz predict [OPTIONS] DATA"; echo "  --out_dir PATH"`)},
-			"predict has no --accelerator option; this engine needs Boltz 2"},
-	}
-	for _, tt := range tests {
-		if err := New(Config{}).Check(ctx, tt.tools); err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("%s: err = %v, want %q", tt.name, err, tt.want)
-		}
-	}
-
-	// A command that passed is not run again until it changes.
-	log := filepath.Join(dir, "runs")
-	counting := script("counting", `echo run >> `+log+`; exec `+standIn+` "$@"`)
-	e := New(Config{})
-	for range 3 {
-		if err := e.Check(ctx, engine.Tools{"boltz": counting}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	later := time.Now().Add(time.Minute)
-	if err := os.Chtimes(counting, later, later); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Check(ctx, engine.Tools{"boltz": counting}); err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := os.ReadFile(log); strings.Count(string(b), "run") != 2 {
-		t.Errorf("the self-check ran %d times, want 2 (once, and once after the file changed)", strings.Count(string(b), "run"))
-	}
-}
-
 // TestStandInIsStrict checks the fixture itself: it refuses what the real CLI refuses.
 func TestStandInIsStrict(t *testing.T) {
 	t.Parallel()
@@ -287,9 +228,9 @@ func TestRuntimes(t *testing.T) {
 	m := &monitor{}
 	m.loopStart[phaseStructure], m.loopStart[phaseAffinity] = at(2), at(9.5)
 	results := []*result{
-		{row: map[string]any{}, ended: [numPhases]time.Time{phaseStructure: at(9), phaseAffinity: at(11)}},
-		{row: map[string]any{}, ended: [numPhases]time.Time{phaseStructure: at(5)}},
-		{row: map[string]any{}}, // failed: no loop wrote anything for it
+		{ended: [numPhases]time.Time{phaseStructure: at(9), phaseAffinity: at(11)}},
+		{ended: [numPhases]time.Time{phaseStructure: at(5)}},
+		{}, // failed: no loop wrote anything for it
 	}
 	o := &outcome{mon: m, wall: 12 * time.Second}
 	o.runtimes(results)
@@ -297,7 +238,7 @@ func TestRuntimes(t *testing.T) {
 	want := []float64{4 + 1.5 + 3.5/3, 3 + 3.5/3, 3.5 / 3}
 	sum := 0.0
 	for i, r := range results {
-		got := r.row["runtime_s"].(float64)
+		got := r.Row.RuntimeS
 		if d := got - want[i]; d > 0.001 || d < -0.001 {
 			t.Errorf("target %d: runtime_s %v, want %.3f", i, got, want[i])
 		}

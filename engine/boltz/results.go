@@ -1,8 +1,6 @@
 package boltz
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -11,12 +9,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chaperone-bio/chaperone/engine"
+	"github.com/chaperone-bio/chaperone/engine/toolkit"
 	"github.com/chaperone-bio/chaperone/job"
 )
 
 // confidence is Boltz's confidence_<target>_model_<rank>.json (BoltzWriter): the summary
-// scores of one sample. chains_ptm and pair_chains_iptm stay in the file.
+// scores of one sample, nil where Boltz wrote none or NaN (toolkit.ReadPythonJSON).
+// chains_ptm and pair_chains_iptm stay in the file.
 type confidence struct {
 	ConfidenceScore *float64 `json:"confidence_score"`
 	PTM             *float64 `json:"ptm"`
@@ -27,10 +26,16 @@ type confidence struct {
 	ComplexIPDE     *float64 `json:"complex_ipde"`
 }
 
-// affinityKeys are the keys of Boltz's affinity_<target>.json (BoltzAffinityWriter); the
-// last four come from the two models of the ensemble.
-var affinityKeys = []string{"affinity_pred_value", "affinity_probability_binary", "affinity_pred_value1",
-	"affinity_probability_binary1", "affinity_pred_value2", "affinity_probability_binary2"}
+// affinity is Boltz's affinity_<target>.json (BoltzAffinityWriter); the last four come
+// from the two models of the ensemble.
+type affinity struct {
+	PredValue          *float64 `json:"affinity_pred_value"`
+	ProbabilityBinary  *float64 `json:"affinity_probability_binary"`
+	PredValue1         *float64 `json:"affinity_pred_value1"`
+	ProbabilityBinary1 *float64 `json:"affinity_probability_binary1"`
+	PredValue2         *float64 `json:"affinity_pred_value2"`
+	ProbabilityBinary2 *float64 `json:"affinity_probability_binary2"`
+}
 
 // outcome is what a run left behind, for reading the targets' results.
 type outcome struct {
@@ -44,8 +49,7 @@ type outcome struct {
 
 // result is one target's row and files, and when its loops finished, for runtime_s.
 type result struct {
-	row   map[string]any
-	files []engine.File
+	toolkit.Target
 	ended [numPhases]time.Time // zero where the target has no result of the loop
 }
 
@@ -55,12 +59,10 @@ type result struct {
 func (o *outcome) read(t *target) *result {
 	name := t.cx.Name
 	dir := filepath.Join(o.dir, "predictions", name)
-	r := &result{row: map[string]any{
-		"id": name, "status": "ok", "n_chains": t.cx.NumChains(), "n_residues": t.cx.NumResidues(),
-		"samples": 0, "msa": t.msa,
-	}}
+	r := &result{Target: toolkit.Target{Row: job.PredictionRow{ID: name, Status: job.RowOK,
+		NChains: t.cx.NumChains(), NResidues: t.cx.NumResidues(), MSA: t.msa}}}
 	fail := func(format string, args ...any) *result {
-		r.row["status"], r.row["error"] = "failed", fmt.Sprintf(format, args...)
+		r.Row.Status, r.Row.Error = job.RowFailed, fmt.Sprintf(format, args...)
 		return r
 	}
 	var best confidence
@@ -69,7 +71,7 @@ func (o *outcome) read(t *target) *result {
 		confPath := filepath.Join(dir, fmt.Sprintf("confidence_%s_model_%d.json", name, k))
 		_, sErr := os.Stat(structure)
 		var conf confidence
-		cErr := readJSON(confPath, &conf)
+		cErr := toolkit.ReadPythonJSON(confPath, &conf)
 		if sErr != nil || cErr != nil {
 			if k == 0 {
 				return fail("%s", o.missing(name))
@@ -83,46 +85,43 @@ func (o *outcome) read(t *target) *result {
 		if k > 0 {
 			path = fmt.Sprintf("%s_sample_%d.%s", name, k, o.ext)
 		}
-		r.files = append(r.files, file(path, name, job.ArtifactStructure, structure))
-		r.files = append(r.files, file(name+"/"+filepath.Base(confPath), name, job.ArtifactConfidence, confPath))
-		for prefix, typ := range map[string]string{"pae": job.ArtifactPAE, "pde": job.ArtifactConfidence, "plddt": job.ArtifactConfidence} {
-			p := filepath.Join(dir, fmt.Sprintf("%s_%s_model_%d.npz", prefix, name, k))
+		r.Files = append(r.Files, toolkit.Artifact(path, name, job.ArtifactStructure, structure))
+		r.Files = append(r.Files, toolkit.Artifact(name+"/"+filepath.Base(confPath), name, job.ArtifactConfidence, confPath))
+		for _, npz := range []struct{ prefix, typ string }{{"pae", job.ArtifactPAE}, {"pde", job.ArtifactConfidence}, {"plddt", job.ArtifactConfidence}} {
+			p := filepath.Join(dir, fmt.Sprintf("%s_%s_model_%d.npz", npz.prefix, name, k))
 			if _, err := os.Stat(p); err == nil {
-				r.files = append(r.files, file(name+"/"+filepath.Base(p), name, typ, p))
+				r.Files = append(r.Files, toolkit.Artifact(name+"/"+filepath.Base(p), name, npz.typ, p))
 			}
 		}
-		r.row["samples"] = k + 1
+		r.Row.Samples = k + 1
 	}
 	// The writer writes a target's files at the end of its batch; the last one written
 	// marks when Boltz was done with it.
-	for _, f := range r.files {
+	for _, f := range r.Files {
 		if info, err := os.Stat(f.Local); err == nil {
 			r.ended[phaseStructure] = later(r.ended[phaseStructure], info.ModTime())
 		}
 	}
-	if !finite(best.ComplexPLDDT) || !finite(best.PTM) {
+	if best.ComplexPLDDT == nil || best.PTM == nil {
 		return fail("Boltz's confidence file of the best sample has no finite complex_plddt and ptm")
 	}
 	// Boltz's mean pLDDT over the complex is complex_plddt, on a 0..1 scale already.
-	r.row["plddt"], r.row["ptm"], r.row["complex_plddt"] = *best.ComplexPLDDT, *best.PTM, *best.ComplexPLDDT
-	r.row["iptm"] = nil // no interface in one chain; Boltz writes 0 there
-	if t.cx.NumChains() > 1 {
-		r.row["iptm"] = value(best.IPTM)
-	}
-	for key, v := range map[string]*float64{"confidence_score": best.ConfidenceScore, "complex_iplddt": best.ComplexIPLDDT,
-		"complex_pde": best.ComplexPDE, "complex_ipde": best.ComplexIPDE} {
-		r.row[key] = value(v)
+	r.Row.Scores = &job.Scores{PLDDT: *best.ComplexPLDDT, PTM: *best.PTM, ComplexPLDDT: best.ComplexPLDDT,
+		ConfidenceScore: best.ConfidenceScore, ComplexIPLDDT: best.ComplexIPLDDT,
+		ComplexPDE: best.ComplexPDE, ComplexIPDE: best.ComplexIPDE}
+	if t.cx.NumChains() > 1 { // one chain has no interface; Boltz writes 0 there
+		r.Row.Scores.IPTM = best.IPTM
 	}
 	if t.cx.Affinity == nil {
 		return r
 	}
 	affPath := filepath.Join(dir, "affinity_"+name+".json")
-	var aff map[string]*float64
+	var aff affinity
 	info, err := os.Stat(affPath)
 	if err == nil {
-		err = readJSON(affPath, &aff)
+		err = toolkit.ReadPythonJSON(affPath, &aff)
 	}
-	if err != nil || !finite(aff["affinity_pred_value"]) || !finite(aff["affinity_probability_binary"]) {
+	if err != nil || aff.PredValue == nil || aff.ProbabilityBinary == nil {
 		why := "its affinity loop wrote no result for it"
 		switch {
 		case o.mon.oom[phaseAffinity] > 0:
@@ -133,12 +132,10 @@ func (o *outcome) read(t *target) *result {
 		return fail("Boltz predicted the structure but no affinity: %s; the structure files are kept", why)
 	}
 	r.ended[phaseAffinity] = info.ModTime()
-	for _, k := range affinityKeys {
-		if v, ok := aff[k]; ok && finite(v) {
-			r.row[k] = *v
-		}
-	}
-	r.files = append(r.files, file(name+"/affinity_"+name+".json", name, job.ArtifactAffinity, affPath))
+	r.Row.Affinity = &job.Affinity{PredValue: *aff.PredValue, ProbabilityBinary: *aff.ProbabilityBinary,
+		PredValue1: aff.PredValue1, ProbabilityBinary1: aff.ProbabilityBinary1,
+		PredValue2: aff.PredValue2, ProbabilityBinary2: aff.ProbabilityBinary2}
+	r.Files = append(r.Files, toolkit.Artifact(name+"/affinity_"+name+".json", name, job.ArtifactAffinity, affPath))
 	return r
 }
 
@@ -191,69 +188,8 @@ func (o *outcome) runtimes(results []*result) {
 	}
 	share := max(o.wall.Seconds()-attributed, 0) / float64(max(len(results), 1))
 	for i, r := range results {
-		r.row["runtime_s"] = math.Round((own[i]+share)*1000) / 1000
+		r.Row.RuntimeS = math.Round((own[i]+share)*1000) / 1000
 	}
-}
-
-func file(path, target, typ, local string) engine.File {
-	return engine.File{Artifact: job.Artifact{Path: path, Target: target, Type: typ}, Local: local}
-}
-
-// readJSON reads a JSON file that Python wrote: json.dumps writes NaN and Infinity for
-// values that are not finite, which are null here.
-func readJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(pythonJSON(b), v)
-}
-
-// pythonJSON replaces Python's NaN, Infinity and -Infinity outside strings by null.
-func pythonJSON(b []byte) []byte {
-	if !bytes.Contains(b, []byte("NaN")) && !bytes.Contains(b, []byte("Infinity")) {
-		return b
-	}
-	var out []byte
-	inString := false
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if inString {
-			out = append(out, c)
-			if c == '\\' && i+1 < len(b) {
-				i++
-				out = append(out, b[i])
-			} else if c == '"' {
-				inString = false
-			}
-			continue
-		}
-		switch {
-		case c == '"':
-			inString = true
-		case bytes.HasPrefix(b[i:], []byte("NaN")):
-			out, i = append(out, "null"...), i+2
-			continue
-		case bytes.HasPrefix(b[i:], []byte("-Infinity")):
-			out, i = append(out, "null"...), i+8
-			continue
-		case bytes.HasPrefix(b[i:], []byte("Infinity")):
-			out, i = append(out, "null"...), i+7
-			continue
-		}
-		out = append(out, c)
-	}
-	return out
-}
-
-func finite(v *float64) bool { return v != nil && !math.IsNaN(*v) && !math.IsInf(*v, 0) }
-
-// value is a score for a row: the number, or null when Boltz gave none.
-func value(v *float64) any {
-	if !finite(v) {
-		return nil
-	}
-	return *v
 }
 
 func later(a, b time.Time) time.Time {

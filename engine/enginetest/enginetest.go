@@ -142,9 +142,9 @@ func collect(run *engine.Run, total, extra int, many bool) (*engine.Output, erro
 		out.Files = append(out.Files, cif, conf)
 		switch run.Job.Kind {
 		case job.PredictKind:
-			out.Rows = append(out.Rows, map[string]any{"id": target, "status": "ok", "n_chains": 1,
-				"n_residues": len(run.Job.Input.Sequence), "samples": 1, "msa": false,
-				"plddt": scores.PLDDT, "ptm": scores.PTM, "runtime_s": 0.1})
+			out.Rows = append(out.Rows, job.PredictionRow{ID: target, Status: job.RowOK, NChains: 1,
+				NResidues: len(run.Job.Input.Sequence), Samples: 1, RuntimeS: 0.1,
+				Scores: &job.Scores{PLDDT: scores.PLDDT, PTM: scores.PTM}})
 		case job.DesignKind:
 			rank := i
 			out.Designs = append(out.Designs, job.Design{ID: target, Rank: &rank, Sequence: "GSGSGS",

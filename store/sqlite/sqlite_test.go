@@ -312,9 +312,9 @@ func BenchmarkLeaseJob(b *testing.B) {
 func benchResults(id string) *job.Results {
 	r := &job.Results{}
 	for _, t := range []string{"t1", "t2"} {
-		r.Rows = append(r.Rows, map[string]any{"id": t, "status": "ok", "n_chains": 1, "n_residues": 240,
-			"samples": 1, "msa": true, "plddt": 0.91, "ptm": 0.88, "complex_plddt": 0.9, "iptm": 0.7,
-			"confidence_score": 0.86, "runtime_s": 41.2})
+		iptm, complexPLDDT, score := 0.7, 0.9, 0.86
+		r.Rows = append(r.Rows, job.PredictionRow{ID: t, Status: job.RowOK, NChains: 1, NResidues: 240, Samples: 1, MSA: true,
+			RuntimeS: 41.2, Scores: &job.Scores{PLDDT: 0.91, PTM: 0.88, IPTM: &iptm, ComplexPLDDT: &complexPLDDT, ConfidenceScore: &score}})
 		r.Artifacts = append(r.Artifacts,
 			job.Artifact{Path: t + ".cif", Target: t, Type: job.ArtifactStructure},
 			job.Artifact{Path: t + "/confidence_" + id + ".json", Target: t, Type: job.ArtifactConfidence},

@@ -175,10 +175,10 @@ func finish(t *testing.T, s store.Store, j *job.Job, st job.Status, now time.Tim
 func sampleResults() *job.Results {
 	rank := 1
 	return &job.Results{
-		Rows: []map[string]any{
-			{"id": "t1", "status": "ok", "n_chains": 2, "n_residues": 311, "samples": 1, "msa": true,
-				"plddt": 0.8731, "ptm": 0.81, "iptm": nil, "runtime_s": 41.5},
-			{"id": "t2", "status": "failed", "error": "out of memory"},
+		Rows: []job.PredictionRow{
+			{ID: "t1", Status: job.RowOK, NChains: 2, NResidues: 311, Samples: 1, MSA: true, RuntimeS: 41.5,
+				Scores: &job.Scores{PLDDT: 0.8731, PTM: 0.81}},
+			{ID: "t2", Status: job.RowFailed, Error: "out of memory"},
 		},
 		Designs: []job.Design{
 			{ID: "d1", Rank: &rank, Sequence: "MKVLA", File: "designs/d1.cif",

@@ -7,13 +7,10 @@
 package main
 
 import (
-	"archive/zip"
 	"bytes"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -27,6 +24,8 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml"
+
+	"github.com/chaperone-bio/chaperone/engine/toolkit/npy"
 )
 
 // sleeperArg makes the program the helper process of a slow run: it ignores SIGTERM and
@@ -724,43 +723,17 @@ func pdb(rec record, plddt float64) string {
 }
 
 // writeNPZ writes a compressed .npz holding one float32 array filled with fill, as
-// np.savez_compressed does: a zip with <key>.npy in NPY format 1.0.
+// np.savez_compressed does.
 func writeNPZ(path, key string, shape []int, fill float32) {
-	n := 1
-	dims := make([]string, len(shape))
-	for i, d := range shape {
-		n *= d
-		dims[i] = strconv.Itoa(d)
+	a := &npy.Array{Shape: shape}
+	data := make([]float32, a.Len())
+	for i := range data {
+		data[i] = fill
 	}
-	shapeText := strings.Join(dims, ", ")
-	if len(shape) == 1 {
-		shapeText += ","
-	}
-	header := fmt.Sprintf("{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }", shapeText)
-	// The magic, version and length take 10 bytes; the header ends in a newline and pads
-	// the whole preamble to a multiple of 64.
-	pad := 64 - (10+len(header)+1)%64
-	header += strings.Repeat(" ", pad%64) + "\n"
-	var npy bytes.Buffer
-	npy.WriteString("\x93NUMPY\x01\x00")
-	_ = binary.Write(&npy, binary.LittleEndian, uint16(len(header)))
-	npy.WriteString(header)
-	for range n {
-		_ = binary.Write(&npy, binary.LittleEndian, fill)
-	}
-	var z bytes.Buffer
-	zw := zip.NewWriter(&z)
-	w, err := zw.CreateHeader(&zip.FileHeader{Name: key + ".npy", Method: zip.Deflate})
-	if err == nil {
-		_, err = io.Copy(w, &npy)
-	}
-	if err == nil {
-		err = zw.Close()
-	}
-	if err != nil {
+	a.Data = data
+	if err := npy.WriteNPZ(path, map[string]*npy.Array{key: a}); err != nil {
 		panic(err)
 	}
-	writeFile(path, z.String())
 }
 
 func writeJSON(path string, v any) {

@@ -1,0 +1,86 @@
+package boltz
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/chaperone-bio/chaperone/bio"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of testdata/yaml")
+
+// TestWrittenYAMLGolden pins the Boltz input the engine writes for inputs of every
+// feature (testdata/yaml/<name>.in, alignments searched on the server): the YAML, with
+// the run's folder of inline files written as $FILES, followed by each of those files.
+// go test -run TestWrittenYAMLGolden -update rewrites <name>.golden.
+func TestWrittenYAMLGolden(t *testing.T) {
+	t.Parallel()
+	inputs, err := filepath.Glob(filepath.Join("testdata", "yaml", "*.in"))
+	if err != nil || len(inputs) == 0 {
+		t.Fatalf("no inputs: %v", err)
+	}
+	for _, in := range inputs {
+		name := strings.TrimSuffix(filepath.Base(in), ".in")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			text, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cx, err := bio.ParseInput(name, string(text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := New(Config{}).CheckInput("boltz2", cx, map[string]any{"use_msa_server": true}); err != nil {
+				t.Fatalf("Boltz would refuse the input: %v", err)
+			}
+			dir, files := writeInput(t, cx)
+			got := written(t, filepath.Join(dir, name+".yaml"), files)
+			golden := strings.TrimSuffix(in, ".in") + ".golden"
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (go test -run TestWrittenYAMLGolden -update writes it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("the engine wrote\n%s\nwant (%s)\n%s", got, golden, want)
+			}
+		})
+	}
+}
+
+// written is the YAML at path with the folder files written as $FILES, then every file
+// under files.
+func written(t *testing.T, path, files string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := strings.ReplaceAll(string(b), files, "$FILES")
+	entries, err := os.ReadDir(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Name()
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(files, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out += "--- $FILES/" + n + "\n" + string(b)
+	}
+	return out
+}
