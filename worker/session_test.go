@@ -121,7 +121,8 @@ func (s *warmSession) Run(ctx context.Context, run *engine.Run) (*engine.Output,
 			s.loaded = append(s.loaded, model)
 		}
 		s.mu.Unlock()
-		return &engine.Output{Rows: []map[string]any{{"pid": f[1], "served": f[2]}}}, nil
+		// The row's id carries the driver's pid and its count of jobs served.
+		return &engine.Output{Rows: []job.PredictionRow{{ID: f[1] + "/" + f[2], Status: job.RowOK}}}, nil
 	}
 }
 
@@ -213,7 +214,8 @@ func (w *warmWorker) served(name, model string) (pid, jobs string) {
 	if j.Status != job.Succeeded || len(j.Results.Rows) != 1 {
 		w.t.Fatalf("job %s: %s (%s), results %+v", name, j.Status, j.Error, j.Results)
 	}
-	return j.Results.Rows[0]["pid"].(string), j.Results.Rows[0]["served"].(string)
+	pid, jobs, _ = strings.Cut(j.Results.Rows[0].ID, "/")
+	return pid, jobs
 }
 
 // nextRun returns the pid of the driver that the next job starts on.
