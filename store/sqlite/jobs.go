@@ -17,34 +17,70 @@ import (
 
 type scanner interface{ Scan(dest ...any) error }
 
+// summaryRow receives the columns of summaryCols.
+type summaryRow struct {
+	s                          store.JobSummary
+	owner, kind, status        string
+	params                     []byte
+	progress                   sql.NullFloat64
+	created, started, finished sql.NullInt64
+}
+
+func (r *summaryRow) dest() []any {
+	return []any{&r.s.ID, &r.owner, &r.kind, &r.s.Name, &r.s.Model, &r.s.Protocol, &r.s.RunModel,
+		&r.params, &r.status, &r.s.Stage, &r.progress, &r.s.Done, &r.s.Total, &r.s.Error, &r.s.Attempt,
+		&r.created, &r.started, &r.finished}
+}
+
+func (r *summaryRow) summary() (*store.JobSummary, error) {
+	s := &r.s
+	o, ok := job.ParseOwner(r.owner)
+	if !ok {
+		return nil, fmt.Errorf("sqlite: job %s has a malformed owner %q", s.ID, r.owner)
+	}
+	s.Owner, s.Kind, s.Status = o, job.Kind(r.kind), job.Status(r.status)
+	if r.progress.Valid {
+		s.Progress = &r.progress.Float64
+	}
+	s.CreatedAt, s.StartedAt, s.FinishedAt = fromMs(r.created), fromMs(r.started), fromMs(r.finished)
+	if err := json.Unmarshal(r.params, &s.Params); err != nil {
+		return nil, fmt.Errorf("sqlite: job %s params: %w", s.ID, err)
+	}
+	return s, nil
+}
+
+// scanSummary reads the columns of summaryCols and results_ready, then any extra columns
+// into extra.
+func scanSummary(sc scanner, extra ...any) (*store.JobSummary, error) {
+	var r summaryRow
+	if err := sc.Scan(append(append(r.dest(), &r.s.ResultsReady), extra...)...); err != nil {
+		return nil, err
+	}
+	return r.summary()
+}
+
 // scanJob reads the columns of jobCols, then any extra columns into extra.
 func scanJob(sc scanner, extra ...any) (*job.Job, error) {
 	var (
-		j                                           job.Job
-		owner, kind, status                         string
-		params, input, results                      []byte
-		progress                                    sql.NullFloat64
-		lease, activity, created, started, finished sql.NullInt64
+		r               summaryRow
+		input, results  []byte
+		workerID        string
+		lease, activity sql.NullInt64
 	)
-	dest := append([]any{&j.ID, &owner, &kind, &j.Name, &j.Model, &j.Protocol, &j.RunModel,
-		&params, &input, &status, &j.Stage, &progress, &j.Done, &j.Total, &j.Error, &j.Attempt,
-		&j.WorkerID, &lease, &activity, &created, &started, &finished, &results}, extra...)
-	if err := sc.Scan(dest...); err != nil {
+	dest := append(r.dest(), &input, &workerID, &lease, &activity, &results)
+	if err := sc.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
-	o, ok := job.ParseOwner(owner)
-	if !ok {
-		return nil, fmt.Errorf("sqlite: job %s has a malformed owner %q", j.ID, owner)
+	s, err := r.summary()
+	if err != nil {
+		return nil, err
 	}
-	j.Owner, j.Kind, j.Status = o, job.Kind(kind), job.Status(status)
-	if progress.Valid {
-		j.Progress = &progress.Float64
-	}
-	j.LeaseExpiresAt, j.LastActivityAt = fromMs(lease), fromMs(activity)
-	j.CreatedAt, j.StartedAt, j.FinishedAt = fromMs(created), fromMs(started), fromMs(finished)
-	if err := json.Unmarshal(params, &j.Params); err != nil {
-		return nil, fmt.Errorf("sqlite: job %s params: %w", j.ID, err)
-	}
+	j := &job.Job{ID: s.ID, Owner: s.Owner, Kind: s.Kind, Name: s.Name, Model: s.Model,
+		Protocol: s.Protocol, RunModel: s.RunModel, Params: s.Params,
+		Status: s.Status, Stage: s.Stage, Progress: s.Progress, Done: s.Done, Total: s.Total,
+		Error: s.Error, Attempt: s.Attempt, WorkerID: workerID,
+		LeaseExpiresAt: fromMs(lease), LastActivityAt: fromMs(activity),
+		CreatedAt: s.CreatedAt, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt}
 	if err := json.Unmarshal(input, &j.Input); err != nil {
 		return nil, fmt.Errorf("sqlite: job %s input: %w", j.ID, err)
 	}
@@ -54,7 +90,7 @@ func scanJob(sc scanner, extra ...any) (*job.Job, error) {
 			return nil, fmt.Errorf("sqlite: job %s results: %w", j.ID, err)
 		}
 	}
-	return &j, nil
+	return j, nil
 }
 
 // CreateJob implements store.Jobs.
@@ -77,7 +113,7 @@ func (s *Store) CreateJob(ctx context.Context, j *job.Job, opts store.CreateOpti
 	}
 
 	var res store.CreateResult
-	err = s.write(ctx, func(tx *sql.Tx, changed func(...string)) error {
+	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx, changed func(...string)) error {
 		if opts.IdempotencyKey != "" {
 			var hash string
 			orig, err := scanJob(tx.StmtContext(ctx, s.st.idemLookup).QueryRowContext(ctx, owner, opts.IdempotencyKey), &hash)
@@ -269,7 +305,7 @@ func (s *Store) evict(ctx context.Context, tx *sql.Tx, retained int) ([]string, 
 	return evicted, nil
 }
 
-// GetJob implements store.Jobs.
+// FindIdempotent implements store.Jobs.
 func (s *Store) FindIdempotent(ctx context.Context, owner job.Owner, key string) (*job.Job, string, error) {
 	var hash string
 	j, err := scanJob(s.st.idemFind.QueryRowContext(ctx, owner.String(), key), &hash)
@@ -279,8 +315,18 @@ func (s *Store) FindIdempotent(ctx context.Context, owner job.Owner, key string)
 	return j, hash, err
 }
 
+// GetJob implements store.Jobs.
 func (s *Store) GetJob(ctx context.Context, id string) (*job.Job, error) {
 	j, err := scanJob(s.st.getJob.QueryRowContext(ctx, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, job.ErrNotFound
+	}
+	return j, err
+}
+
+// GetJobSummary implements store.Jobs.
+func (s *Store) GetJobSummary(ctx context.Context, id string) (*store.JobSummary, error) {
+	j, err := scanSummary(s.st.getSummary.QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, job.ErrNotFound
 	}
@@ -322,7 +368,7 @@ func (s *Store) ListJobs(ctx context.Context, owner job.Owner, cursor string, li
 	var page store.JobPage
 	var seq, last int64
 	for rows.Next() {
-		j, err := scanJob(rows, &seq)
+		j, err := scanSummary(rows, &seq)
 		if err != nil {
 			return store.JobPage{}, err
 		}
@@ -348,7 +394,7 @@ func (s *Store) ownedJob(ctx context.Context, tx *sql.Tx, id string, owner job.O
 // CancelJob implements store.Jobs.
 func (s *Store) CancelJob(ctx context.Context, id string, owner job.Owner, now time.Time) (*job.Job, error) {
 	var out *job.Job
-	err := s.write(ctx, func(tx *sql.Tx, changed func(...string)) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, changed func(...string)) error {
 		j, err := s.ownedJob(ctx, tx, id, owner)
 		if err != nil {
 			return err
@@ -379,7 +425,7 @@ func (s *Store) CancelJob(ctx context.Context, id string, owner job.Owner, now t
 // DeleteJob implements store.Jobs. The idempotency entry lives on the row, so it goes too.
 func (s *Store) DeleteJob(ctx context.Context, id string, owner job.Owner) (*job.Job, error) {
 	var out *job.Job
-	err := s.write(ctx, func(tx *sql.Tx, changed func(...string)) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, changed func(...string)) error {
 		j, err := s.ownedJob(ctx, tx, id, owner)
 		if err != nil {
 			return err

@@ -330,7 +330,7 @@ func TestAPanicInAWriteReleasesTheWriter(t *testing.T) {
 	s := openTest(t)
 	func() {
 		defer func() { _ = recover() }()
-		_ = s.write(t.Context(), func(*sql.Tx, func(...string)) error { panic("a bug") })
+		_ = s.write(t.Context(), func(context.Context, *sql.Tx, func(...string)) error { panic("a bug") })
 	}()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()

@@ -535,7 +535,7 @@ func testList(t *testing.T, open func(*testing.T) store.Store) {
 	if p1.NextCursor == "" {
 		t.Fatal("page 1 has no next cursor")
 	}
-	checkJob(t, "listed job", p1.Jobs[0], get(t, s, want[0]))
+	checkSummary(t, "listed job", p1.Jobs[0], get(t, s, want[0]))
 
 	// Jobs created after page 1, and the deletion of the job the cursor points at, change
 	// nothing on the pages that follow.

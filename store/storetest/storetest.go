@@ -32,6 +32,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Lifecycle", testLifecycleRoundTrip},
 		{"Idempotency", testIdempotency},
 		{"IdempotencyConcurrent", testIdempotencyConcurrent},
+		{"IdempotencyRace", testIdempotencyRace},
+		{"CreateQuotasConcurrent", testCreateQuotasConcurrent},
+		{"RetentionConcurrent", testRetentionConcurrent},
+		{"Summaries", testSummaries},
 		{"ActivePerOwner", testActivePerOwner},
 		{"ActiveRetryAfter", testActiveRetryAfter},
 		{"CreatesPerMinute", testCreatesPerMinute},
@@ -48,10 +52,12 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Complete", testComplete},
 		{"RecoverExpired", testRecoverExpired},
 		{"ReleaseWorker", testReleaseWorker},
+		{"RecoverConcurrent", testRecoverConcurrent},
 		{"QueueDepth", testQueueDepth},
 		{"Workers", testWorkers},
 		{"Keys", testKeys},
 		{"Watch", testWatch},
+		{"WatchIgnoresLeases", testWatchIgnoresLeases},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -276,3 +282,26 @@ func limitErr(t *testing.T, what string, err error) *job.LimitError {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// checkSummary compares a summary with the summary of the whole job, as checkJob does.
+func checkSummary(t *testing.T, what string, got *store.JobSummary, whole *job.Job) {
+	t.Helper()
+	if got == nil {
+		t.Fatalf("%s: no summary", what)
+	}
+	g, w := *got, *store.SummaryOf(whole)
+	for _, f := range []struct {
+		name string
+		g, w *time.Time
+	}{
+		{"CreatedAt", &g.CreatedAt, &w.CreatedAt},
+		{"StartedAt", &g.StartedAt, &w.StartedAt},
+		{"FinishedAt", &g.FinishedAt, &w.FinishedAt},
+	} {
+		checkTime(t, what+": "+f.name, *f.g, *f.w)
+		*f.g, *f.w = time.Time{}, time.Time{}
+	}
+	if gj, wj := jsonOf(g), jsonOf(w); gj != wj {
+		t.Errorf("%s:\n got %s\nwant %s", what, gj, wj)
+	}
+}
