@@ -51,6 +51,7 @@ type Store struct {
 	ops        chan *writeOp // to the writer goroutine; unbuffered
 	closing    chan struct{} // closed by Close
 	closeOnce  sync.Once
+	closeErr   error
 	writerDone chan struct{} // closed when the writer goroutine returned
 }
 
@@ -137,11 +138,15 @@ func migrate(ctx context.Context, db *sql.DB) error {
 
 // Close waits for the write in progress, refuses later ones, and releases the database.
 // Watchers are not woken.
+// Closing again returns the first outcome.
 func (s *Store) Close() error {
-	s.closeOnce.Do(func() { close(s.closing) })
-	<-s.writerDone
-	s.st.close()
-	return errors.Join(s.keys.changes.close(), s.r.Close(), s.w.Close())
+	s.closeOnce.Do(func() {
+		close(s.closing)
+		<-s.writerDone
+		s.st.close()
+		s.closeErr = errors.Join(s.keys.changes.close(), s.r.Close(), s.w.Close())
+	})
+	return s.closeErr
 }
 
 // Watch implements store.Store.
