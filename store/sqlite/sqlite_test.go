@@ -121,6 +121,16 @@ func TestUpgrade(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The newest job was deleted: its seq must never be handed out again, across the
+	// rebuild of the table too.
+	var goneSeq int64
+	if err := db.QueryRowContext(ctx, `INSERT INTO jobs (id, owner, kind, run_model, params, input, status, created_at)
+		VALUES (?, 'key:a', 'predict', 'boltz2', '{}', '{}', 'queued', 0) RETURNING seq`, job.NewID()).Scan(&goneSeq); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `DELETE FROM jobs WHERE seq = ?`, goneSeq); err != nil {
+		t.Fatal(err)
+	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -141,6 +151,27 @@ func TestUpgrade(t *testing.T) {
 	}
 	if len(res.Evicted) != 1 {
 		t.Errorf("Evicted = %v, want the succeeded job of key:a", res.Evicted)
+	}
+	var seq int64
+	if err := s.r.QueryRowContext(ctx, `SELECT seq FROM jobs WHERE id = ?`, c.ID).Scan(&seq); err != nil || seq <= goneSeq {
+		t.Errorf("a job created after the upgrade has seq %d (%v), want above %d, a deleted job's", seq, err, goneSeq)
+	}
+	// Input and results are the last columns, so that nothing else is read past them.
+	rows, err := s.r.QueryContext(ctx, `SELECT name FROM pragma_table_info('jobs') ORDER BY cid`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cols []string
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		cols = append(cols, c)
+	}
+	rows.Close()
+	if n := len(cols); n < 2 || cols[n-2] != "input" || cols[n-1] != "results" {
+		t.Errorf("the columns of jobs are %v, want input and results last", cols)
 	}
 
 	p, err = goose.NewProvider(goose.DialectSQLite3, s.w, sub)
