@@ -296,7 +296,7 @@ func sweepOrphans(ctx context.Context, st store.Store, arts artifact.Store, log 
 		return
 	}
 	for _, id := range ids {
-		if _, err := st.GetJob(ctx, id); errors.Is(err, job.ErrNotFound) {
+		if _, err := st.GetJobSummary(ctx, id); errors.Is(err, job.ErrNotFound) {
 			if err := arts.DeleteJob(ctx, id); err != nil {
 				log.Warn("sweeping orphaned job files", "job", id, "error", err.Error())
 			}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/chaperone-bio/chaperone/apikey"
-	"github.com/chaperone-bio/chaperone/store"
 )
 
 // BenchmarkRawCommitLoop is the anchor of BenchmarkCreateDurable: one goroutine committing
@@ -43,28 +42,6 @@ func BenchmarkRawCommitLoop(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
-}
-
-// BenchmarkCreateDurable measures creates as a loaded server makes them: many requests at
-// once (32 goroutines), each with an idempotency key and every quota check.
-func BenchmarkCreateDurable(b *testing.B) {
-	s := openTest(b)
-	ctx := context.Background()
-	var n atomic.Int64
-	b.SetParallelism(16)
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			i := int(n.Add(1))
-			j := benchJob(i, time.Unix(1_800_000_000, 0).Add(time.Duration(i)*2*time.Millisecond))
-			_, err := s.CreateJob(ctx, j, store.CreateOptions{IdempotencyKey: j.ID, RequestHash: "h", Limits: benchLimits})
-			if err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "creates/s")
 }
 
 // BenchmarkKeyLookup is the API key check every authenticated request makes.

@@ -225,11 +225,19 @@ var benchLimits = store.Limits{ActivePerOwner: 1 << 30, CreatesPerMinute: 1 << 3
 	QueuedServiceWide: 1 << 30, Retained: 1 << 30}
 
 // BenchmarkCreateJob measures durable creates with an idempotency key and every quota
-// check, from 1000 owners at 500 creates a second of job time.
-func BenchmarkCreateJob(b *testing.B) {
+// check, from 1000 owners at 500 creates a second of job time, one caller per CPU.
+func BenchmarkCreateJob(b *testing.B) { benchCreate(b, 1) }
+
+// BenchmarkCreateDurable measures the creates of BenchmarkCreateJob as a loaded server
+// makes them: 16 callers per CPU, whose writes share commits. BenchmarkRawCommitLoop is its
+// anchor.
+func BenchmarkCreateDurable(b *testing.B) { benchCreate(b, 16) }
+
+func benchCreate(b *testing.B, parallelism int) {
 	s := openTest(b)
 	ctx := context.Background()
 	var n atomic.Int64
+	b.SetParallelism(parallelism)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -278,6 +286,23 @@ func BenchmarkCreateJobRetained(b *testing.B) {
 
 // BenchmarkGetJob reads succeeded jobs, results included, from many goroutines.
 func BenchmarkGetJob(b *testing.B) {
+	benchRead(b, func(s *Store, id string) error {
+		_, err := s.GetJob(context.Background(), id)
+		return err
+	})
+}
+
+// BenchmarkGetJobSummary reads the summaries of the jobs of BenchmarkGetJob, as a job view,
+// an ownership check or a waiter does.
+func BenchmarkGetJobSummary(b *testing.B) {
+	benchRead(b, func(s *Store, id string) error {
+		_, err := s.GetJobSummary(context.Background(), id)
+		return err
+	})
+}
+
+// benchRead measures read on 1000 succeeded jobs with results, from many goroutines.
+func benchRead(b *testing.B, read func(s *Store, id string) error) {
 	s := openTest(b)
 	ctx := context.Background()
 	const jobs = 1000
@@ -302,13 +327,13 @@ func BenchmarkGetJob(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := s.GetJob(ctx, ids[n.Add(1)%jobs]); err != nil {
+			if err := read(s, ids[n.Add(1)%jobs]); err != nil {
 				b.Error(err)
 				return
 			}
 		}
 	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "gets/s")
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "reads/s")
 }
 
 // BenchmarkLeaseJob measures a lease with 1000 jobs of 1000 owners waiting; each op also
