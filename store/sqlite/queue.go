@@ -165,7 +165,6 @@ func (s *Store) recover(ctx context.Context, now time.Time, maxAttempts int, mat
 	maxAttempts = max(maxAttempts, 1)
 	var out []store.Recovered
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, changed func(...string)) error {
-		out = out[:0]
 		rows, err := tx.QueryContext(ctx, `UPDATE jobs SET
 			status = CASE WHEN attempt >= ?1 THEN 'failed' ELSE 'queued' END,
 			finished_at = CASE WHEN attempt >= ?1 THEN ?3 ELSE finished_at END,

@@ -136,9 +136,8 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-// Close waits for the write in progress, refuses later ones, and releases the database.
-// Watchers are not woken.
-// Closing again returns the first outcome.
+// Close waits for the write in progress, refuses later ones, and releases the database;
+// closing again returns the first outcome. Watchers are not woken.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.closing)
