@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/chaperone-bio/chaperone/apikey"
+	"github.com/chaperone-bio/chaperone/job"
+	"github.com/chaperone-bio/chaperone/store"
 )
 
 // BenchmarkRawCommitLoop is the anchor of BenchmarkCreateDurable: one goroutine committing
@@ -67,4 +69,39 @@ func BenchmarkKeyLookup(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "lookups/s")
+}
+
+// BenchmarkLargeInput measures what a job's input size must not change: reading its
+// summary (a job view, a wait, an ownership check) and its heartbeats, for an input of 1 KB
+// and one at the 8 MB body cap.
+func BenchmarkLargeInput(b *testing.B) {
+	for _, size := range []int{1 << 10, 8 << 20} {
+		s := openTest(b)
+		ctx := context.Background()
+		at := time.Unix(1_800_000_000, 0)
+		j := benchJob(1, at)
+		j.Input = job.Input{Sequence: strings.Repeat("A", size)}
+		if _, err := s.CreateJob(ctx, j, store.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("summary/%dKB", size>>10), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := s.GetJobSummary(ctx, j.ID); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		l, err := s.LeaseJob(ctx, store.LeaseRequest{WorkerID: "w", Models: []string{j.RunModel}, Now: at, LeaseUntil: at.Add(time.Hour)})
+		if err != nil || l == nil {
+			b.Fatalf("LeaseJob = %v, %v", l, err)
+		}
+		b.Run(fmt.Sprintf("heartbeat/%dKB", size>>10), func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				hb := store.Heartbeat{ID: l.ID, Attempt: l.Attempt, Now: at, LeaseUntil: at.Add(time.Duration(i) * time.Second)}
+				if err := s.Heartbeat(ctx, hb); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -67,7 +67,7 @@ func scanJob(sc scanner, extra ...any) (*job.Job, error) {
 		workerID        string
 		lease, activity sql.NullInt64
 	)
-	dest := append(r.dest(), &input, &workerID, &lease, &activity, &results)
+	dest := append(r.dest(), &workerID, &lease, &activity, &results, &input)
 	if err := sc.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
@@ -130,11 +130,19 @@ func (s *Store) CreateJob(ctx context.Context, j *job.Job, opts store.CreateOpti
 		if err := s.checkQuotas(ctx, tx, owner, j.CreatedAt, opts.Limits); err != nil {
 			return err
 		}
-		created, err := scanJob(tx.StmtContext(ctx, s.st.insertJob).QueryRowContext(ctx,
+		var seq int64
+		err := tx.StmtContext(ctx, s.st.insertJob).QueryRowContext(ctx,
 			j.ID, owner, string(j.Kind), j.Name, j.Model, j.Protocol, j.RunModel,
-			string(params), string(input), j.Total, j.CreatedAt.UnixMilli(), idemKey, reqHash))
+			string(params), j.Total, j.CreatedAt.UnixMilli(), idemKey, reqHash).Scan(&seq)
 		if err != nil {
 			return fmt.Errorf("sqlite: inserting job: %w", err)
+		}
+		if _, err := tx.StmtContext(ctx, s.st.insertInput).ExecContext(ctx, seq, string(input)); err != nil {
+			return fmt.Errorf("sqlite: inserting job input: %w", err)
+		}
+		created, err := scanJob(tx.StmtContext(ctx, s.st.wGetJob).QueryRowContext(ctx, j.ID))
+		if err != nil {
+			return fmt.Errorf("sqlite: reading the new job: %w", err)
 		}
 		res.Job, res.Created = created, true
 		changed(j.ID, "")

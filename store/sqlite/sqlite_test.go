@@ -3,9 +3,11 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -117,7 +119,7 @@ func TestUpgrade(t *testing.T) {
 		{"key:a", "queued"}, {"key:a", "succeeded"}, {"key:b", "queued"},
 	} {
 		if _, err := db.ExecContext(ctx, `INSERT INTO jobs (id, owner, kind, run_model, params, input, status, created_at)
-			VALUES (?, ?, 'predict', 'boltz2', '{}', '{}', ?, 0)`, job.NewID(), r.owner, r.status); err != nil {
+			VALUES (?, ?, 'predict', 'boltz2', '{}', '{"sequence":"MKV"}', ?, 0)`, job.NewID(), r.owner, r.status); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -156,7 +158,8 @@ func TestUpgrade(t *testing.T) {
 	if err := s.r.QueryRowContext(ctx, `SELECT seq FROM jobs WHERE id = ?`, c.ID).Scan(&seq); err != nil || seq <= goneSeq {
 		t.Errorf("a job created after the upgrade has seq %d (%v), want above %d, a deleted job's", seq, err, goneSeq)
 	}
-	// Input and results are the last columns, so that nothing else is read past them.
+	// The input lives apart, and the results are the last column, so that nothing else is
+	// read past them.
 	rows, err := s.r.QueryContext(ctx, `SELECT name FROM pragma_table_info('jobs') ORDER BY cid`)
 	if err != nil {
 		t.Fatal(err)
@@ -170,8 +173,23 @@ func TestUpgrade(t *testing.T) {
 		cols = append(cols, c)
 	}
 	rows.Close()
-	if n := len(cols); n < 2 || cols[n-2] != "input" || cols[n-1] != "results" {
-		t.Errorf("the columns of jobs are %v, want input and results last", cols)
+	if slices.Contains(cols, "input") || cols[len(cols)-1] != "results" {
+		t.Errorf("the columns of jobs are %v, want no input and the results last", cols)
+	}
+	var jobs, inputs int
+	if err := s.r.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM jobs), (SELECT count(*) FROM job_inputs)`).
+		Scan(&jobs, &inputs); err != nil || jobs != 3 || inputs != jobs {
+		t.Errorf("%d jobs and %d inputs (%v) after one eviction, want 3 of each", jobs, inputs, err)
+	}
+	if _, err := s.GetJob(ctx, res.Evicted[0]); !errors.Is(err, job.ErrNotFound) {
+		t.Errorf("GetJob of the evicted job: %v", err)
+	}
+	page, err := s.ListJobs(ctx, job.Owner{Kind: job.OwnerKey, ID: "b"}, "", 10)
+	if err != nil || len(page.Jobs) != 1 {
+		t.Fatalf("ListJobs(key:b) = %+v, %v; want the job made before the upgrade", page, err)
+	}
+	if old, err := s.GetJob(ctx, page.Jobs[0].ID); err != nil || old.Input.Sequence != "MKV" {
+		t.Errorf("a job made before the upgrade reads as %+v, %v; want its input", old, err)
 	}
 
 	p, err = goose.NewProvider(goose.DialectSQLite3, s.w, sub)

@@ -10,13 +10,16 @@ import (
 const summaryCols = `id, owner, kind, name, model, protocol, run_model, params, status,
 	stage, progress, done, total, error, attempt, created_at, started_at, finished_at`
 
-// jobCols is the column list that scanJob reads, in its order.
-const jobCols = summaryCols + `, input, worker_id, lease_expires_at, last_activity_at, results`
+// jobCols is the column list that scanJob reads, in its order. The input lives in a table
+// of its own (migration 00004); a correlated subquery reads it, in SELECT and RETURNING
+// alike.
+const jobCols = summaryCols + `, worker_id, lease_expires_at, last_activity_at, results,
+	(SELECT i.input FROM job_inputs i WHERE i.seq = jobs.seq)`
 
 // summaryRead is the column list that scanSummary reads: without the input, and with only
 // whether there are results. typeof() is answered from the record header without reading
-// the value, and the columns of a summary come before input and results in the row
-// (migration 00004), so a summary never reads the overflow pages that hold those two.
+// the value, and the results are the last column of the row, so a summary never reads the
+// overflow pages that hold them.
 const summaryRead = summaryCols + `, status = 'succeeded' AND typeof(results) <> 'null'`
 
 const terminal = `('succeeded', 'failed', 'canceled')`
@@ -44,6 +47,7 @@ type stmts struct {
 	logCreate    *sql.Stmt
 	countQueued  *sql.Stmt
 	insertJob    *sql.Stmt
+	insertInput  *sql.Stmt
 	totalJobs    *sql.Stmt
 	evictOne     *sql.Stmt
 	lease        *sql.Stmt
@@ -80,9 +84,10 @@ func (st *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 		{&st.logCreate, w, `INSERT INTO creates (owner, at) VALUES (?, ?)`},
 		{&st.countQueued, w, `SELECT n FROM counters WHERE name = 'queued'`},
 		{&st.insertJob, w, `INSERT INTO jobs (id, owner, kind, name, model, protocol, run_model,
-			params, input, total, status, created_at, idem_key, request_hash)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)
-			RETURNING ` + jobCols},
+			params, total, status, created_at, idem_key, request_hash)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)
+			RETURNING seq`},
+		{&st.insertInput, w, `INSERT INTO job_inputs (seq, input) VALUES (?, ?)`},
 		{&st.totalJobs, w, `SELECT n FROM counters WHERE name = 'jobs'`},
 		// The oldest finished job of the owner holding the most jobs, among owners that
 		// have a finished job at all: an owner whose jobs are all active has nothing to give.
