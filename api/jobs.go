@@ -389,7 +389,7 @@ func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, jobView(store.SummaryOf(j)))
+	writeJSON(w, http.StatusOK, jobView(j))
 }
 
 func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request) {

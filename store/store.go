@@ -57,13 +57,13 @@ type Jobs interface {
 	// ListJobs returns summaries of the owner's jobs newest first. The cursor is opaque to
 	// callers; a cursor that does not decode is a *job.InvalidError.
 	ListJobs(ctx context.Context, owner job.Owner, cursor string, limit int) (JobPage, error)
-	// CancelJob moves a queued or running job of owner to canceled and returns it. A job
-	// already canceled is returned unchanged; a succeeded or failed one is a
+	// CancelJob moves a queued or running job of owner to canceled and returns its
+	// summary. A job already canceled is returned unchanged; a succeeded or failed one is a
 	// *job.ConflictError. Another owner's job is job.ErrNotFound.
-	CancelJob(ctx context.Context, id string, owner job.Owner, now time.Time) (*job.Job, error)
-	// DeleteJob removes the job of owner and its idempotency entry and returns the job as
-	// it was. Another owner's job is job.ErrNotFound.
-	DeleteJob(ctx context.Context, id string, owner job.Owner) (*job.Job, error)
+	CancelJob(ctx context.Context, id string, owner job.Owner, now time.Time) (*JobSummary, error)
+	// DeleteJob removes the job of owner and its idempotency entry and returns the summary
+	// of the job as it was. Another owner's job is job.ErrNotFound.
+	DeleteJob(ctx context.Context, id string, owner job.Owner) (*JobSummary, error)
 	// CountJobs counts jobs by kind, run model and status, for metrics.
 	CountJobs(ctx context.Context) ([]JobCount, error)
 }

@@ -390,9 +390,10 @@ func (s *Store) ListJobs(ctx context.Context, owner job.Owner, cursor string, li
 	return page, rows.Err()
 }
 
-// ownedJob reads job id inside tx; another owner's job is as unknown as a missing one.
-func (s *Store) ownedJob(ctx context.Context, tx *sql.Tx, id string, owner job.Owner) (*job.Job, error) {
-	j, err := scanJob(tx.StmtContext(ctx, s.st.wGetJob).QueryRowContext(ctx, id))
+// ownedJob reads the summary of job id inside tx; another owner's job is as unknown as a
+// missing one.
+func (s *Store) ownedJob(ctx context.Context, tx *sql.Tx, id string, owner job.Owner) (*store.JobSummary, error) {
+	j, err := scanSummary(tx.StmtContext(ctx, s.st.wGetSummary).QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) || err == nil && j.Owner != owner {
 		return nil, job.ErrNotFound
 	}
@@ -400,8 +401,8 @@ func (s *Store) ownedJob(ctx context.Context, tx *sql.Tx, id string, owner job.O
 }
 
 // CancelJob implements store.Jobs.
-func (s *Store) CancelJob(ctx context.Context, id string, owner job.Owner, now time.Time) (*job.Job, error) {
-	var out *job.Job
+func (s *Store) CancelJob(ctx context.Context, id string, owner job.Owner, now time.Time) (*store.JobSummary, error) {
+	var out *store.JobSummary
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, changed func(...string)) error {
 		j, err := s.ownedJob(ctx, tx, id, owner)
 		if err != nil {
@@ -416,8 +417,8 @@ func (s *Store) CancelJob(ctx context.Context, id string, owner job.Owner, now t
 				"The job has %s; only a queued or running job can be canceled.", j.Status)}
 		}
 		// The worker of a running job learns of it at its next heartbeat (ErrLeaseLost).
-		out, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET status = 'canceled', finished_at = ?
-			WHERE id = ? RETURNING `+jobCols, now.UnixMilli(), id))
+		out, err = scanSummary(tx.QueryRowContext(ctx, `UPDATE jobs SET status = 'canceled', finished_at = ?
+			WHERE id = ? RETURNING `+summaryRead, now.UnixMilli(), id))
 		if err != nil {
 			return err
 		}
@@ -431,8 +432,8 @@ func (s *Store) CancelJob(ctx context.Context, id string, owner job.Owner, now t
 }
 
 // DeleteJob implements store.Jobs. The idempotency entry lives on the row, so it goes too.
-func (s *Store) DeleteJob(ctx context.Context, id string, owner job.Owner) (*job.Job, error) {
-	var out *job.Job
+func (s *Store) DeleteJob(ctx context.Context, id string, owner job.Owner) (*store.JobSummary, error) {
+	var out *store.JobSummary
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, changed func(...string)) error {
 		j, err := s.ownedJob(ctx, tx, id, owner)
 		if err != nil {

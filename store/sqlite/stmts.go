@@ -39,6 +39,7 @@ type stmts struct {
 
 	// Writer; used inside transactions through tx.StmtContext.
 	wGetJob      *sql.Stmt
+	wGetSummary  *sql.Stmt
 	idemLookup   *sql.Stmt
 	idemFind     *sql.Stmt
 	countActive  *sql.Stmt
@@ -73,6 +74,7 @@ func (st *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 		{&st.keyEpoch, r, `SELECT n FROM counters WHERE name = 'keys'`},
 
 		{&st.wGetJob, w, `SELECT ` + jobCols + ` FROM jobs WHERE id = ?`},
+		{&st.wGetSummary, w, `SELECT ` + summaryRead + ` FROM jobs WHERE id = ?`},
 		{&st.idemLookup, w, `SELECT ` + jobCols + `, request_hash FROM jobs
 			WHERE owner = ? AND idem_key = ?`},
 		{&st.idemFind, r, `SELECT ` + jobCols + `, request_hash FROM jobs
