@@ -28,7 +28,7 @@ type hangUpStore struct {
 	hangUp context.CancelFunc
 }
 
-func (s *hangUpStore) DeleteJob(ctx context.Context, id string, owner job.Owner) (*job.Job, error) {
+func (s *hangUpStore) DeleteJob(ctx context.Context, id string, owner job.Owner) (*store.JobSummary, error) {
 	defer s.hangUp()
 	return s.Store.DeleteJob(ctx, id, owner)
 }

@@ -123,9 +123,10 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, validate func([]
 // Only the rendered job is kept as that fallback, not the job itself, whose input (up to the
 // body cap) would otherwise stay in memory for the whole hold.
 func (s *Server) answerCreate(w http.ResponseWriter, r *http.Request, j *job.Job, status int) {
-	view := jobView(j)
+	sum := store.SummaryOf(j)
+	view := jobView(sum)
 	w.Header().Set("Location", "/v1/jobs/"+j.ID)
-	final, held, err := s.hold(r, j)
+	final, held, err := s.hold(r, sum)
 	if err == nil {
 		view = jobView(final)
 	}
@@ -238,30 +239,52 @@ func (s *Server) requireOwner(w http.ResponseWriter, r *http.Request) (job.Owner
 	return o, true
 }
 
-// ownedJob loads the job of the path for its owner; another owner's job is not found.
-func (s *Server) ownedJob(w http.ResponseWriter, r *http.Request) (*job.Job, job.Owner, bool) {
+// jobOfPath is the owner of the request and the job id of the path; an id that cannot be
+// a job's is not found.
+func (s *Server) jobOfPath(w http.ResponseWriter, r *http.Request) (string, job.Owner, bool) {
 	owner, ok := s.requireOwner(w, r)
 	if !ok {
-		return nil, owner, false
+		return "", owner, false
 	}
 	id := r.PathValue("id")
 	if !job.ValidID(id) {
 		s.writeError(w, r, job.ErrNotFound)
-		return nil, owner, false
+		return "", owner, false
 	}
-	j, err := s.store.GetJob(r.Context(), id)
-	if err == nil && j.Owner != owner {
+	return id, owner, true
+}
+
+// ownedJob reads the summary of the job of the path for its owner; another owner's job is
+// not found. A summary leaves out the input and the results, which a job view never shows.
+func (s *Server) ownedJob(w http.ResponseWriter, r *http.Request) (*store.JobSummary, bool) {
+	return readOwned(s, w, r, s.store.GetJobSummary, func(j *store.JobSummary) job.Owner { return j.Owner })
+}
+
+// wholeJob is ownedJob for the endpoints that show results.
+func (s *Server) wholeJob(w http.ResponseWriter, r *http.Request) (*job.Job, bool) {
+	return readOwned(s, w, r, s.store.GetJob, func(j *job.Job) job.Owner { return j.Owner })
+}
+
+func readOwned[J any](s *Server, w http.ResponseWriter, r *http.Request,
+	read func(context.Context, string) (J, error), owner func(J) job.Owner) (J, bool) {
+	var none J
+	id, requester, ok := s.jobOfPath(w, r)
+	if !ok {
+		return none, false
+	}
+	j, err := read(r.Context(), id)
+	if err == nil && owner(j) != requester {
 		err = job.ErrNotFound
 	}
 	if err != nil {
 		s.writeError(w, r, err)
-		return nil, owner, false
+		return none, false
 	}
-	return j, owner, true
+	return j, true
 }
 
 func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
-	j, _, ok := s.ownedJob(w, r)
+	j, ok := s.ownedJob(w, r)
 	if !ok {
 		return
 	}
@@ -279,7 +302,7 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 // hold honours Prefer: wait: it returns as soon as the job is terminal, or when the hold
 // ends, with the job as it stands then. It is woken by store notifications, never by
 // polling.
-func (s *Server) hold(r *http.Request, j *job.Job) (*job.Job, bool, error) {
+func (s *Server) hold(r *http.Request, j *store.JobSummary) (*store.JobSummary, bool, error) {
 	d, ok := preferWait(r.Header.Values("Prefer"), s.cat.Limits.WaitDefaultSeconds, s.cat.Limits.WaitMaxSeconds)
 	if !ok {
 		return j, false, nil
@@ -288,7 +311,7 @@ func (s *Server) hold(r *http.Request, j *job.Job) (*job.Job, bool, error) {
 		return j, true, nil
 	}
 	s.finishes.wait(r.Context(), j.ID, d)
-	cur, err := s.store.GetJob(context.WithoutCancel(r.Context()), j.ID)
+	cur, err := s.store.GetJobSummary(context.WithoutCancel(r.Context()), j.ID)
 	return cur, true, err
 }
 
@@ -354,12 +377,14 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, listJSON{Object: "list", Data: views, HasMore: next != nil, NextCursor: next})
 }
 
+// cancelJob and deleteJob need no read of their own: the store checks the owner in the
+// same write, and another owner's job is not found there either.
 func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) {
-	j, owner, ok := s.ownedJob(w, r)
+	id, owner, ok := s.jobOfPath(w, r)
 	if !ok {
 		return
 	}
-	j, err := s.store.CancelJob(r.Context(), j.ID, owner, s.now().UTC())
+	j, err := s.store.CancelJob(r.Context(), id, owner, s.now().UTC())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -368,21 +393,21 @@ func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request) {
-	j, owner, ok := s.ownedJob(w, r)
+	id, owner, ok := s.jobOfPath(w, r)
 	if !ok {
 		return
 	}
 	// Deleting the row is what stops a running job: its worker's next heartbeat finds the
 	// lease gone and kills the process tree.
-	if _, err := s.store.DeleteJob(r.Context(), j.ID, owner); err != nil {
+	if _, err := s.store.DeleteJob(r.Context(), id, owner); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	// The row is gone, so its files must go too, even if the caller hangs up now.
-	if err := s.artifacts.DeleteJob(context.WithoutCancel(r.Context()), j.ID); err != nil {
-		s.log.WarnContext(r.Context(), "delete: removing job files", "job", j.ID, "error", err.Error())
+	if err := s.artifacts.DeleteJob(context.WithoutCancel(r.Context()), id); err != nil {
+		s.log.WarnContext(r.Context(), "delete: removing job files", "job", id, "error", err.Error())
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "job", "id": j.ID, "deleted": true})
+	writeJSON(w, http.StatusOK, map[string]any{"object": "job", "id": id, "deleted": true})
 }
 
 // jobJSON is the Job resource of interface §2.1.
@@ -421,7 +446,7 @@ type listJSON struct {
 	NextCursor *string   `json:"next_cursor"`
 }
 
-func jobView(j *job.Job) jobJSON {
+func jobView(j *store.JobSummary) jobJSON {
 	self := "/v1/jobs/" + j.ID
 	params := j.Params
 	if params == nil {
@@ -444,7 +469,7 @@ func jobView(j *job.Job) jobJSON {
 		CreatedAt:    timestamp(j.CreatedAt),
 		StartedAt:    timestamp(j.StartedAt),
 		FinishedAt:   timestamp(j.FinishedAt),
-		ResultsReady: j.ResultsReady(),
+		ResultsReady: j.ResultsReady,
 		Links:        jobLinks{Self: self, Results: self + "/results", Archive: self + "/archive", Logs: self + "/logs"},
 	}
 }

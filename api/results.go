@@ -76,16 +76,16 @@ func resultsView(j *job.Job) any {
 }
 
 func (s *Server) results(w http.ResponseWriter, r *http.Request) {
-	j, _, ok := s.ownedJob(w, r)
+	j, ok := s.wholeJob(w, r)
 	if !ok {
 		return
 	}
 	writeJSON(w, http.StatusOK, resultsView(j))
 }
 
-// readyJob is ownedJob for endpoints that need results: not ready is a 409.
+// readyJob is wholeJob for endpoints that need results: not ready is a 409.
 func (s *Server) readyJob(w http.ResponseWriter, r *http.Request) (*job.Job, bool) {
-	j, _, ok := s.ownedJob(w, r)
+	j, ok := s.wholeJob(w, r)
 	if !ok {
 		return nil, false
 	}
@@ -265,7 +265,7 @@ func contentType(p string) string {
 // logs serves the run log as it stands. It has no validators, since it grows while the
 // job runs, but it takes a range: a follower reads from the offset it has reached.
 func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
-	j, _, ok := s.ownedJob(w, r)
+	j, ok := s.ownedJob(w, r)
 	if !ok {
 		return
 	}

@@ -12,7 +12,7 @@ import (
 
 // finishWatch tells every request holding on one job (Prefer: wait) when the job ends.
 // However many requests wait on a job, one goroutine subscribes to its changes and re-reads
-// it per change (a running job changes with every heartbeat); the waiters themselves only
+// its summary per change (a running job changes with its progress); the waiters themselves only
 // block on a channel that closes when the job is terminal or gone. The cost of a heartbeat
 // is then one read per job, not one per waiter.
 type finishWatch struct {
@@ -80,7 +80,7 @@ func (fw *finishWatch) follow(ctx context.Context, id string, done chan struct{}
 	for {
 		changed := fw.store.Watch(ctx, id)
 		for live := true; live; {
-			j, err := fw.store.GetJob(ctx, id)
+			j, err := fw.store.GetJobSummary(ctx, id)
 			if errors.Is(err, job.ErrNotFound) || err == nil && j.Status.Terminal() {
 				fw.finish(id, done)
 				return

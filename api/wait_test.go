@@ -25,6 +25,11 @@ func (c *countingStore) GetJob(ctx context.Context, id string) (*job.Job, error)
 	return c.Store.GetJob(ctx, id)
 }
 
+func (c *countingStore) GetJobSummary(ctx context.Context, id string) (*store.JobSummary, error) {
+	c.reads.Add(1)
+	return c.Store.GetJobSummary(ctx, id)
+}
+
 func TestHoldersOfOneJobShareOneWatch(t *testing.T) {
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "db"))

@@ -1,6 +1,8 @@
 // Package app assembles a chaperone server from its parts: the store, the artifact store,
-// the HTTP API, the reaper and the in-process worker. cmd/chaperone fills its Config from
-// flags and environment; end-to-end tests fill it directly.
+// the HTTP API, the reaper and the in-process worker. The stores are inputs: the caller
+// opens them (OpenStores opens the embedded defaults) and closes them after the server.
+// cmd/chaperone fills its Config from flags and environment; end-to-end tests fill it
+// directly.
 package app
 
 import (
@@ -8,6 +10,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -34,10 +37,14 @@ import (
 	"github.com/chaperone-bio/chaperone/worker/backend"
 )
 
-// Config is one server's setup. Zero values take the embedded defaults.
+// Config is one server's setup. Zero values take the embedded defaults, but for the stores,
+// which are required.
 type Config struct {
+	Store     store.Store
+	Artifacts artifact.Store
+
 	Addr    string // listen address, default 127.0.0.1:8080; port 0 picks a free one
-	DataDir string // default ./chaperone-data
+	DataDir string // session key, work and cache folders; default ./chaperone-data
 	Version string
 	Logger  *slog.Logger
 	Limits  catalog.Limits
@@ -67,41 +74,77 @@ type App struct {
 	Artifacts artifact.Store
 	API       *api.Server
 
-	http        *http.Server
-	cancel      context.CancelFunc
-	closeStores func() error
-	wg          sync.WaitGroup
-	errs        chan error
-	once        sync.Once
+	http   *http.Server
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	errs   chan error
+	once   sync.Once
 }
 
-// Start opens the data folder and starts serving; it returns once the listener is bound.
-func Start(ctx context.Context, cfg Config) (*App, error) {
-	cfg = withDefaults(cfg)
-	log := cfg.Logger
-	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
-		return nil, fmt.Errorf("data folder: %w", err)
-	}
-	st, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, "chaperone.db"))
+// DefaultDataDir is the data folder when none is given.
+const DefaultDataDir = "chaperone-data"
+
+// Stores are a server's job store and artifact store.
+type Stores struct {
+	Jobs      store.Store
+	Artifacts artifact.Store
+}
+
+// OpenStore opens the job store of the data folder dataDir: the embedded SQLite database
+// chaperone.db. serve and keys both open it here, so that they always agree on where the
+// state is.
+func OpenStore(ctx context.Context, dataDir string) (store.Store, error) {
+	st, err := sqlite.Open(ctx, filepath.Join(dataDir, "chaperone.db"))
 	if err != nil {
 		return nil, fmt.Errorf("opening the job store: %w", err)
 	}
-	arts, err := artifactfs.Open(filepath.Join(cfg.DataDir, "artifacts"))
+	return st, nil
+}
+
+// OpenStores opens both stores of the data folder dataDir: the job store of OpenStore and
+// the artifact folder "artifacts".
+func OpenStores(ctx context.Context, dataDir string) (Stores, error) {
+	st, err := OpenStore(ctx, dataDir)
+	if err != nil {
+		return Stores{}, err
+	}
+	arts, err := artifactfs.Open(filepath.Join(dataDir, "artifacts"))
 	if err != nil {
 		st.Close()
-		return nil, fmt.Errorf("opening the artifact folder: %w", err)
+		return Stores{}, fmt.Errorf("opening the artifact folder: %w", err)
 	}
-	closeStores := func() error { return errors.Join(st.Close(), arts.Close()) }
+	return Stores{Jobs: st, Artifacts: arts}, nil
+}
+
+// Close closes both stores; an artifact store holds something to close when it is an
+// io.Closer.
+func (s Stores) Close() error {
+	err := s.Jobs.Close()
+	if c, ok := s.Artifacts.(io.Closer); ok {
+		err = errors.Join(err, c.Close())
+	}
+	return err
+}
+
+// Start starts serving from the stores of cfg; it returns once the listener is bound.
+func Start(ctx context.Context, cfg Config) (*App, error) {
+	if cfg.Store == nil || cfg.Artifacts == nil {
+		return nil, errors.New("app: Config needs a Store and Artifacts")
+	}
+	cfg = withDefaults(cfg)
+	log := cfg.Logger
+	st, arts := cfg.Store, cfg.Artifacts
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("data folder: %w", err)
+	}
 	secret, err := sessionSecret(filepath.Join(cfg.DataDir, "session.key"))
 	if err != nil {
-		closeStores()
 		return nil, err
 	}
 
 	cat := catalog.New(cfg.Limits)
 	cat.MSAServer = cfg.MSAServerURL
 	if err := addInputRules(cat, cfg.Engines); err != nil {
-		closeStores()
 		return nil, err
 	}
 	srv := api.New(api.Config{
@@ -117,7 +160,6 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		closeStores()
 		return nil, fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -131,9 +173,8 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		// the API, and an idle keep-alive connection is closed after two minutes.
 		http: &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
-		cancel:      cancel,
-		closeStores: closeStores,
-		errs:        make(chan error, 2),
+		cancel: cancel,
+		errs:   make(chan error, 2),
 	}
 	a.wg.Go(func() {
 		if err := a.http.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
@@ -183,8 +224,8 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 // Err delivers a failure of the HTTP server or the worker.
 func (a *App) Err() <-chan error { return a.errs }
 
-// Close stops serving: the worker hands back running jobs, open requests get a few
-// seconds to finish, then the store closes.
+// Close stops serving: the worker hands back running jobs and open requests get a few
+// seconds to finish. The stores stay open: they are the caller's to close, after Close.
 func (a *App) Close() error {
 	var err error
 	a.once.Do(func() {
@@ -196,7 +237,6 @@ func (a *App) Close() error {
 		}
 		a.cancel()
 		a.wg.Wait()
-		err = errors.Join(err, a.closeStores())
 	})
 	return err
 }
@@ -206,7 +246,7 @@ func withDefaults(cfg Config) Config {
 		cfg.Addr = "127.0.0.1:8080"
 	}
 	if cfg.DataDir == "" {
-		cfg.DataDir = "chaperone-data"
+		cfg.DataDir = DefaultDataDir
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

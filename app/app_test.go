@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -39,16 +40,27 @@ func TestAServerLeavesNoFileOpenOnceClosedOrFailedToStart(t *testing.T) {
 	t.Parallel()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 
+	config := func(addr, dir string) (Config, Stores) {
+		t.Helper()
+		stores, err := OpenStores(context.Background(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Config{Store: stores.Jobs, Artifacts: stores.Artifacts, Addr: addr, DataDir: dir,
+			NoWorker: true, Logger: quiet}, stores
+	}
+
 	dir := t.TempDir()
-	a, err := Start(context.Background(), Config{Addr: "127.0.0.1:0", DataDir: dir, NoWorker: true, Logger: quiet})
+	cfg, stores := config("127.0.0.1:0", dir)
+	a, err := Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Close(); err != nil {
+	if err := errors.Join(a.Close(), stores.Close()); err != nil {
 		t.Fatal(err)
 	}
 	if held := openUnder(t, dir); len(held) > 0 {
-		t.Errorf("after Close the server still holds %v", held)
+		t.Errorf("after Close the server and its stores still hold %v", held)
 	}
 	runtime.KeepAlive(a) // a file left open must be found open, not closed by a finalizer
 
@@ -58,11 +70,15 @@ func TestAServerLeavesNoFileOpenOnceClosedOrFailedToStart(t *testing.T) {
 	}
 	defer taken.Close()
 	dir = t.TempDir()
-	if _, err := Start(context.Background(), Config{Addr: taken.Addr().String(), DataDir: dir, NoWorker: true, Logger: quiet}); err == nil {
+	cfg, stores = config(taken.Addr().String(), dir)
+	if _, err := Start(context.Background(), cfg); err == nil {
 		t.Fatal("Start on a taken address succeeded")
 	}
+	if err := stores.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if held := openUnder(t, dir); len(held) > 0 {
-		t.Errorf("after a failed start the server still holds %v", held)
+		t.Errorf("after a failed start and closing the stores, %v are still held", held)
 	}
 }
 
@@ -130,3 +146,10 @@ type renamed struct {
 }
 
 func (r renamed) Models() []string { return []string{r.model} }
+
+func TestStartNeedsItsStores(t *testing.T) {
+	t.Parallel()
+	if _, err := Start(context.Background(), Config{Addr: "127.0.0.1:0", DataDir: t.TempDir()}); err == nil {
+		t.Error("Start without stores succeeded")
+	}
+}

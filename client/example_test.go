@@ -36,14 +36,29 @@ func runWithServer(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	a, err := app.Start(context.Background(), serverConfig(dir))
+	a, stop, err := startServer(serverConfig(dir))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer a.Close()
+	defer stop()
 	serverURL = a.URL
 	return m.Run()
+}
+
+// startServer starts cfg's server on the stores of its data folder; stop closes both.
+func startServer(cfg app.Config) (a *app.App, stop func(), err error) {
+	stores, err := app.OpenStores(context.Background(), cfg.DataDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.Store, cfg.Artifacts = stores.Jobs, stores.Artifacts
+	a, err = app.Start(context.Background(), cfg)
+	if err != nil {
+		stores.Close()
+		return nil, nil, err
+	}
+	return a, func() { a.Close(); stores.Close() }, nil
 }
 
 // serverConfig is a server with the test engine for the models the examples and tests

@@ -2,7 +2,6 @@ package client_test
 
 import (
 	"archive/zip"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -14,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chaperone-bio/chaperone/app"
 	"github.com/chaperone-bio/chaperone/client"
 )
 
@@ -22,11 +20,11 @@ import (
 // shared with other tests, and returns a client of it and its URL.
 func newServer(t *testing.T) (*client.Client, string) {
 	t.Helper()
-	a, err := app.Start(context.Background(), serverConfig(t.TempDir()))
+	a, stop, err := startServer(serverConfig(t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { a.Close() })
+	t.Cleanup(stop)
 	c, err := client.New(a.URL, client.WithRetry(client.Retry{Attempts: 2, Backoff: 10 * time.Millisecond}))
 	if err != nil {
 		t.Fatal(err)
@@ -249,11 +247,11 @@ func TestRateLimitOutlastsRetries(t *testing.T) {
 	dir := t.TempDir()
 	cfg := serverConfig(dir)
 	cfg.Limits.CreatesPerMinute = 1
-	a, err := app.Start(context.Background(), cfg)
+	a, stop, err := startServer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { a.Close() })
+	t.Cleanup(stop)
 	// Retry-After is about a minute here, over this client's limit: it gives up at once.
 	c, err := client.New(a.URL, client.WithRetry(client.Retry{Attempts: 3, MaxRetryAfter: time.Second}))
 	if err != nil {

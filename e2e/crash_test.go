@@ -65,7 +65,15 @@ func reportUncovered() int {
 func serveChild(dir string) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
+	stores, err := app.OpenStores(ctx, dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer stores.Close()
 	a, err := app.Start(ctx, app.Config{
+		Store:     stores.Jobs,
+		Artifacts: stores.Artifacts,
 		Addr:      "127.0.0.1:0",
 		DataDir:   dir,
 		Version:   "child",

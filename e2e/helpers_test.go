@@ -84,11 +84,17 @@ func startServer(t *testing.T, opts ...option) *server {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	stores, err := app.OpenStores(context.Background(), cfg.DataDir)
+	if err != nil {
+		t.Fatalf("opening the stores: %v", err)
+	}
+	cfg.Store, cfg.Artifacts = stores.Jobs, stores.Artifacts
 	a, err := app.Start(context.Background(), cfg)
 	if err != nil {
+		stores.Close()
 		t.Fatalf("starting the server: %v", err)
 	}
-	t.Cleanup(func() { a.Close() })
+	t.Cleanup(func() { a.Close(); stores.Close() })
 	s := &server{App: a, t: t, engine: eng, dir: dir}
 	return s
 }

@@ -16,9 +16,12 @@ type Store interface {
 	Queue
 	Workers
 	Keys
-	// Watch returns a channel that receives a value whenever the job with the given id
-	// changes (any write to its row, or its deletion), until ctx ends. The empty id watches
-	// the queue: it fires when a job becomes queued. Sends never block; a watcher that is
+	// Watch returns a channel that receives a value whenever what a JobSummary of the job
+	// with the given id shows changes (status, stage, progress, error), or the job is
+	// deleted, until ctx ends. A heartbeat that only extends a lease, or only records
+	// activity, does not fire it. The empty id watches the queue: it fires when a job
+	// becomes queued. Notifications are sent after the change committed, so a read made on
+	// a notification sees it. Sends never block; a watcher that is
 	// slow to read sees one pending value, not a backlog. The channel is closed when the
 	// watch ends: when ctx ended, or when the store lost its source of notifications (a
 	// dropped connection), in which case changes may have gone unseen and the watcher must
@@ -44,18 +47,23 @@ type Jobs interface {
 	// answer a replay before checks that only a new job needs (worker availability);
 	// CreateJob still decides races between concurrent creates.
 	FindIdempotent(ctx context.Context, owner job.Owner, key string) (*job.Job, string, error)
-	// GetJob returns job.ErrNotFound for an unknown id.
+	// GetJob returns the whole job, input and results included; job.ErrNotFound for an
+	// unknown id.
 	GetJob(ctx context.Context, id string) (*job.Job, error)
-	// ListJobs returns the owner's jobs newest first. The cursor is opaque to callers; a
-	// cursor that does not decode is a *job.InvalidError.
+	// GetJobSummary returns the job without its input and results (SummaryOf of GetJob,
+	// read without loading them); job.ErrNotFound for an unknown id. Ownership checks, job
+	// views and waits use it: an input may be megabytes.
+	GetJobSummary(ctx context.Context, id string) (*JobSummary, error)
+	// ListJobs returns summaries of the owner's jobs newest first. The cursor is opaque to
+	// callers; a cursor that does not decode is a *job.InvalidError.
 	ListJobs(ctx context.Context, owner job.Owner, cursor string, limit int) (JobPage, error)
-	// CancelJob moves a queued or running job of owner to canceled and returns it. A job
-	// already canceled is returned unchanged; a succeeded or failed one is a
+	// CancelJob moves a queued or running job of owner to canceled and returns its
+	// summary. A job already canceled is returned unchanged; a succeeded or failed one is a
 	// *job.ConflictError. Another owner's job is job.ErrNotFound.
-	CancelJob(ctx context.Context, id string, owner job.Owner, now time.Time) (*job.Job, error)
-	// DeleteJob removes the job of owner and its idempotency entry and returns the job as
-	// it was. Another owner's job is job.ErrNotFound.
-	DeleteJob(ctx context.Context, id string, owner job.Owner) (*job.Job, error)
+	CancelJob(ctx context.Context, id string, owner job.Owner, now time.Time) (*JobSummary, error)
+	// DeleteJob removes the job of owner and its idempotency entry and returns the summary
+	// of the job as it was. Another owner's job is job.ErrNotFound.
+	DeleteJob(ctx context.Context, id string, owner job.Owner) (*JobSummary, error)
 	// CountJobs counts jobs by kind, run model and status, for metrics.
 	CountJobs(ctx context.Context) ([]JobCount, error)
 }
@@ -84,8 +92,48 @@ type CreateResult struct {
 
 // JobPage is one page of a listing.
 type JobPage struct {
-	Jobs       []*job.Job
+	Jobs       []*JobSummary
 	NextCursor string // empty on the last page
+}
+
+// JobSummary is a job without its input and results: what a job view, a listing and an
+// ownership check need.
+type JobSummary struct {
+	ID       string
+	Owner    job.Owner
+	Kind     job.Kind
+	Name     string
+	Model    string
+	Protocol string
+	RunModel string
+	Params   map[string]any
+
+	Status   job.Status
+	Stage    string
+	Progress *float64
+	Done     int
+	Total    int
+	Error    string
+	Attempt  int
+
+	CreatedAt  time.Time
+	StartedAt  time.Time
+	FinishedAt time.Time
+
+	// ResultsReady is job.Job.ResultsReady: the job succeeded and its results are stored.
+	ResultsReady bool
+}
+
+// SummaryOf is the summary of a whole job.
+func SummaryOf(j *job.Job) *JobSummary {
+	return &JobSummary{
+		ID: j.ID, Owner: j.Owner, Kind: j.Kind, Name: j.Name, Model: j.Model, Protocol: j.Protocol,
+		RunModel: j.RunModel, Params: j.Params,
+		Status: j.Status, Stage: j.Stage, Progress: j.Progress, Done: j.Done, Total: j.Total,
+		Error: j.Error, Attempt: j.Attempt,
+		CreatedAt: j.CreatedAt, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt,
+		ResultsReady: j.ResultsReady(),
+	}
 }
 
 // JobCount is one cell of the job census.
@@ -114,16 +162,29 @@ type Queue interface {
 	// job.ErrLeaseLost when the job is not running under that attempt.
 	CompleteJob(ctx context.Context, id string, attempt int, out Outcome) error
 	// RecoverExpired returns running jobs whose lease expired before now to queued, or
-	// fails them when they have used maxAttempts. It returns the ids it changed. A requeued
-	// job loses its stage, progress, worker, lease and start time and keeps its attempt
-	// count; a failed one gets the error WorkerLostError(attempt) and keeps the rest.
-	RecoverExpired(ctx context.Context, now time.Time, maxAttempts int) ([]string, error)
+	// fails them when they have used maxAttempts. It returns the attempts it ended. A
+	// requeued job loses its stage, progress, worker, lease and start time and keeps its
+	// attempt count; a failed one gets the error WorkerLostError(attempt) and keeps the rest.
+	//
+	// Each recovery is conditional on the job still running under the attempt whose lease
+	// expired, decided atomically with the change: of any number of concurrent callers
+	// (reapers on several replicas) exactly one recovers a given attempt, and a job leased
+	// again in between is left alone.
+	RecoverExpired(ctx context.Context, now time.Time, maxAttempts int) ([]Recovered, error)
 	// ReleaseWorker treats every job still leased by workerID as if its lease had expired
 	// now: a worker that restarts under the same id calls it, since it knows that the jobs
-	// it held died with it.
-	ReleaseWorker(ctx context.Context, workerID string, now time.Time, maxAttempts int) ([]string, error)
+	// it held died with it. It is conditional as RecoverExpired is.
+	ReleaseWorker(ctx context.Context, workerID string, now time.Time, maxAttempts int) ([]Recovered, error)
 	// QueueDepth counts queued jobs.
 	QueueDepth(ctx context.Context) (int, error)
+}
+
+// Recovered is one attempt that RecoverExpired or ReleaseWorker ended: the job is queued
+// again, or failed when Failed. Its worker's files of that attempt are abandoned.
+type Recovered struct {
+	ID      string
+	Attempt int
+	Failed  bool
 }
 
 // LeaseRequest says who wants work and what it can run.
@@ -183,7 +244,10 @@ type Keys interface {
 	// CreateKey stores k; a live key with the same name is a *job.ConflictError, so
 	// that revoking by name means one key.
 	CreateKey(ctx context.Context, k Key) error
-	// KeyByHash returns job.ErrNotFound for an unknown or revoked key.
+	// KeyByHash returns job.ErrNotFound for an unknown or revoked key. A revocation takes
+	// effect at once: the first call after RevokeKey returned, through this store or any
+	// other on the same database (another process, another replica), refuses the key,
+	// however the store caches lookups.
 	KeyByHash(ctx context.Context, hash string) (*Key, error)
 	ListKeys(ctx context.Context) ([]Key, error)
 	// RevokeKey revokes by id or by name; job.ErrNotFound when neither matches. Revoking

@@ -85,15 +85,23 @@ func serveChild(raw string) {
 	log := slog.New(slog.NewMultiHandler(
 		slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: cfg.LogLevel}),
 		slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	stores, err := app.OpenStores(context.Background(), cfg.DataDir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench server:", err)
+		os.Exit(1)
+	}
+	defer stores.Close()
 	a, err := app.Start(context.Background(), app.Config{
-		Addr:     "127.0.0.1:0",
-		DataDir:  cfg.DataDir,
-		Version:  "bench",
-		Logger:   log,
-		Limits:   cfg.Limits,
-		Engines:  []engine.Engine{enginetest.New(benchModels...)},
-		Slots:    cfg.Slots,
-		WorkerID: "bench-worker",
+		Store:     stores.Jobs,
+		Artifacts: stores.Artifacts,
+		Addr:      "127.0.0.1:0",
+		DataDir:   cfg.DataDir,
+		Version:   "bench",
+		Logger:    log,
+		Limits:    cfg.Limits,
+		Engines:   []engine.Engine{enginetest.New(benchModels...)},
+		Slots:     cfg.Slots,
+		WorkerID:  "bench-worker",
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench server:", err)

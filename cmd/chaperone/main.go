@@ -19,7 +19,6 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -30,7 +29,6 @@ import (
 	"github.com/chaperone-bio/chaperone/app"
 	"github.com/chaperone-bio/chaperone/catalog"
 	"github.com/chaperone-bio/chaperone/engine"
-	"github.com/chaperone-bio/chaperone/store/sqlite"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -117,7 +115,7 @@ func serve(args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", env("CHAPERONE_ADDR", "127.0.0.1:8080"), "listen address (CHAPERONE_ADDR)")
-	data := fs.String("data", env("CHAPERONE_DATA", "chaperone-data"), "data folder: database, artifacts, work folders (CHAPERONE_DATA)")
+	data := fs.String("data", env("CHAPERONE_DATA", app.DefaultDataDir), "data folder: database, artifacts, work folders (CHAPERONE_DATA)")
 	slots := fs.Int("slots", envInt("CHAPERONE_SLOTS", 0), "jobs the in-process worker runs at once; 0 = one per GPU found, else 1 (CHAPERONE_SLOTS)")
 	noWorker := fs.Bool("no-worker", env("CHAPERONE_NO_WORKER", "") == "1", "serve the API without an in-process worker (CHAPERONE_NO_WORKER=1)")
 	publicURL := fs.String("public-url", env("CHAPERONE_PUBLIC_URL", ""), "public base URL, used in problem type URIs; default: from each request (CHAPERONE_PUBLIC_URL)")
@@ -188,7 +186,13 @@ func serve(args []string, stderr io.Writer) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	stores, err := app.OpenStores(ctx, *data)
+	if err != nil {
+		return err
+	}
 	a, err := app.Start(ctx, app.Config{
+		Store:          stores.Jobs,
+		Artifacts:      stores.Artifacts,
 		Addr:           *addr,
 		DataDir:        *data,
 		Version:        version,
@@ -203,14 +207,14 @@ func serve(args []string, stderr io.Writer) error {
 		MSAServerURL:   msaURL,
 	})
 	if err != nil {
-		return err
+		return errors.Join(err, stores.Close())
 	}
 	select {
 	case <-ctx.Done():
 		logger.Info("shutting down")
 	case err = <-a.Err():
 	}
-	return errors.Join(err, a.Close())
+	return errors.Join(err, a.Close(), stores.Close())
 }
 
 func setLimit(l *catalog.Limits, kv string) error {
@@ -257,7 +261,7 @@ func keys(args []string, stdout, stderr io.Writer) error {
 	}
 	fs := flag.NewFlagSet("keys "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	data := fs.String("data", env("CHAPERONE_DATA", "chaperone-data"), "data folder of the server (CHAPERONE_DATA)")
+	data := fs.String("data", env("CHAPERONE_DATA", app.DefaultDataDir), "data folder of the server (CHAPERONE_DATA)")
 	name := fs.String("name", "", "name of the new key (create)")
 	positional, err := parseInterleaved(fs, args[1:])
 	if err != nil {
@@ -272,10 +276,7 @@ func keys(args []string, stdout, stderr io.Writer) error {
 		return usageError{fmt.Errorf("keys: unknown subcommand %q; want create, list or revoke", args[0])}
 	}
 	ctx := context.Background()
-	if err := os.MkdirAll(*data, 0o750); err != nil {
-		return err
-	}
-	st, err := sqlite.Open(ctx, filepath.Join(*data, "chaperone.db"))
+	st, err := app.OpenStore(ctx, *data)
 	if err != nil {
 		return err
 	}

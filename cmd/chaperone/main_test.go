@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"log/slog"
+	"net/http"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/chaperone-bio/chaperone/apikey"
+	"github.com/chaperone-bio/chaperone/app"
 	"github.com/chaperone-bio/chaperone/store/sqlite"
 )
 
@@ -114,5 +117,54 @@ func TestParamValuesAreJSONWhenTheyParse(t *testing.T) {
 		if err := parseParam(params, bad); err == nil {
 			t.Errorf("parseParam(%q) succeeded", bad)
 		}
+	}
+}
+
+// TestAKeyRevokedByTheKeysCommandIsRefusedOnTheNextRequest: a running server has the key
+// cached from earlier requests; "keys revoke", which opens the database on its own as
+// another process would, revokes it; the server's very next request with it is a 401.
+func TestAKeyRevokedByTheKeysCommandIsRefusedOnTheNextRequest(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	stores, err := app.OpenStores(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := app.Start(ctx, app.Config{Store: stores.Jobs, Artifacts: stores.Artifacts, Addr: "127.0.0.1:0",
+		DataDir: dir, NoWorker: true, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close(); stores.Close() })
+
+	code, out, errOut := chaperone(t, "keys", "create", "--name", "laptop", "--data", dir)
+	if code != 0 {
+		t.Fatalf("keys create exited %d: %s", code, errOut)
+	}
+	key := strings.TrimSpace(out)
+	list := func() int {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, a.URL+"/v1/jobs", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+key)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	for range 3 {
+		if got := list(); got != http.StatusOK {
+			t.Fatalf("GET /v1/jobs with a live key = %d, want 200", got)
+		}
+	}
+	if code, _, errOut := chaperone(t, "keys", "revoke", "laptop", "--data", dir); code != 0 {
+		t.Fatalf("keys revoke exited %d: %s", code, errOut)
+	}
+	if got := list(); got != http.StatusUnauthorized {
+		t.Errorf("GET /v1/jobs right after keys revoke = %d, want 401", got)
 	}
 }

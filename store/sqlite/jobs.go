@@ -17,34 +17,70 @@ import (
 
 type scanner interface{ Scan(dest ...any) error }
 
+// summaryRow receives the columns of summaryCols.
+type summaryRow struct {
+	s                          store.JobSummary
+	owner, kind, status        string
+	params                     []byte
+	progress                   sql.NullFloat64
+	created, started, finished sql.NullInt64
+}
+
+func (r *summaryRow) dest() []any {
+	return []any{&r.s.ID, &r.owner, &r.kind, &r.s.Name, &r.s.Model, &r.s.Protocol, &r.s.RunModel,
+		&r.params, &r.status, &r.s.Stage, &r.progress, &r.s.Done, &r.s.Total, &r.s.Error, &r.s.Attempt,
+		&r.created, &r.started, &r.finished}
+}
+
+func (r *summaryRow) summary() (*store.JobSummary, error) {
+	s := &r.s
+	o, ok := job.ParseOwner(r.owner)
+	if !ok {
+		return nil, fmt.Errorf("sqlite: job %s has a malformed owner %q", s.ID, r.owner)
+	}
+	s.Owner, s.Kind, s.Status = o, job.Kind(r.kind), job.Status(r.status)
+	if r.progress.Valid {
+		s.Progress = &r.progress.Float64
+	}
+	s.CreatedAt, s.StartedAt, s.FinishedAt = fromMs(r.created), fromMs(r.started), fromMs(r.finished)
+	if err := json.Unmarshal(r.params, &s.Params); err != nil {
+		return nil, fmt.Errorf("sqlite: job %s params: %w", s.ID, err)
+	}
+	return s, nil
+}
+
+// scanSummary reads the columns of summaryCols and results_ready, then any extra columns
+// into extra.
+func scanSummary(sc scanner, extra ...any) (*store.JobSummary, error) {
+	var r summaryRow
+	if err := sc.Scan(append(append(r.dest(), &r.s.ResultsReady), extra...)...); err != nil {
+		return nil, err
+	}
+	return r.summary()
+}
+
 // scanJob reads the columns of jobCols, then any extra columns into extra.
 func scanJob(sc scanner, extra ...any) (*job.Job, error) {
 	var (
-		j                                           job.Job
-		owner, kind, status                         string
-		params, input, results                      []byte
-		progress                                    sql.NullFloat64
-		lease, activity, created, started, finished sql.NullInt64
+		r               summaryRow
+		input, results  []byte
+		workerID        string
+		lease, activity sql.NullInt64
 	)
-	dest := append([]any{&j.ID, &owner, &kind, &j.Name, &j.Model, &j.Protocol, &j.RunModel,
-		&params, &input, &status, &j.Stage, &progress, &j.Done, &j.Total, &j.Error, &j.Attempt,
-		&j.WorkerID, &lease, &activity, &created, &started, &finished, &results}, extra...)
-	if err := sc.Scan(dest...); err != nil {
+	dest := append(r.dest(), &workerID, &lease, &activity, &results, &input)
+	if err := sc.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
-	o, ok := job.ParseOwner(owner)
-	if !ok {
-		return nil, fmt.Errorf("sqlite: job %s has a malformed owner %q", j.ID, owner)
+	s, err := r.summary()
+	if err != nil {
+		return nil, err
 	}
-	j.Owner, j.Kind, j.Status = o, job.Kind(kind), job.Status(status)
-	if progress.Valid {
-		j.Progress = &progress.Float64
-	}
-	j.LeaseExpiresAt, j.LastActivityAt = fromMs(lease), fromMs(activity)
-	j.CreatedAt, j.StartedAt, j.FinishedAt = fromMs(created), fromMs(started), fromMs(finished)
-	if err := json.Unmarshal(params, &j.Params); err != nil {
-		return nil, fmt.Errorf("sqlite: job %s params: %w", j.ID, err)
-	}
+	j := &job.Job{ID: s.ID, Owner: s.Owner, Kind: s.Kind, Name: s.Name, Model: s.Model,
+		Protocol: s.Protocol, RunModel: s.RunModel, Params: s.Params,
+		Status: s.Status, Stage: s.Stage, Progress: s.Progress, Done: s.Done, Total: s.Total,
+		Error: s.Error, Attempt: s.Attempt, WorkerID: workerID,
+		LeaseExpiresAt: fromMs(lease), LastActivityAt: fromMs(activity),
+		CreatedAt: s.CreatedAt, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt}
 	if err := json.Unmarshal(input, &j.Input); err != nil {
 		return nil, fmt.Errorf("sqlite: job %s input: %w", j.ID, err)
 	}
@@ -54,7 +90,7 @@ func scanJob(sc scanner, extra ...any) (*job.Job, error) {
 			return nil, fmt.Errorf("sqlite: job %s results: %w", j.ID, err)
 		}
 	}
-	return &j, nil
+	return j, nil
 }
 
 // CreateJob implements store.Jobs.
@@ -77,7 +113,7 @@ func (s *Store) CreateJob(ctx context.Context, j *job.Job, opts store.CreateOpti
 	}
 
 	var res store.CreateResult
-	err = s.write(ctx, func(tx *sql.Tx, changed func(...string)) error {
+	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx, changed func(...string)) error {
 		if opts.IdempotencyKey != "" {
 			var hash string
 			orig, err := scanJob(tx.StmtContext(ctx, s.st.idemLookup).QueryRowContext(ctx, owner, opts.IdempotencyKey), &hash)
@@ -94,11 +130,19 @@ func (s *Store) CreateJob(ctx context.Context, j *job.Job, opts store.CreateOpti
 		if err := s.checkQuotas(ctx, tx, owner, j.CreatedAt, opts.Limits); err != nil {
 			return err
 		}
-		created, err := scanJob(tx.StmtContext(ctx, s.st.insertJob).QueryRowContext(ctx,
+		var seq int64
+		err := tx.StmtContext(ctx, s.st.insertJob).QueryRowContext(ctx,
 			j.ID, owner, string(j.Kind), j.Name, j.Model, j.Protocol, j.RunModel,
-			string(params), string(input), j.Total, j.CreatedAt.UnixMilli(), idemKey, reqHash))
+			string(params), j.Total, j.CreatedAt.UnixMilli(), idemKey, reqHash).Scan(&seq)
 		if err != nil {
 			return fmt.Errorf("sqlite: inserting job: %w", err)
+		}
+		if _, err := tx.StmtContext(ctx, s.st.insertInput).ExecContext(ctx, seq, string(input)); err != nil {
+			return fmt.Errorf("sqlite: inserting job input: %w", err)
+		}
+		created, err := scanJob(tx.StmtContext(ctx, s.st.wGetJob).QueryRowContext(ctx, j.ID))
+		if err != nil {
+			return fmt.Errorf("sqlite: reading the new job: %w", err)
 		}
 		res.Job, res.Created = created, true
 		changed(j.ID, "")
@@ -269,7 +313,7 @@ func (s *Store) evict(ctx context.Context, tx *sql.Tx, retained int) ([]string, 
 	return evicted, nil
 }
 
-// GetJob implements store.Jobs.
+// FindIdempotent implements store.Jobs.
 func (s *Store) FindIdempotent(ctx context.Context, owner job.Owner, key string) (*job.Job, string, error) {
 	var hash string
 	j, err := scanJob(s.st.idemFind.QueryRowContext(ctx, owner.String(), key), &hash)
@@ -279,8 +323,18 @@ func (s *Store) FindIdempotent(ctx context.Context, owner job.Owner, key string)
 	return j, hash, err
 }
 
+// GetJob implements store.Jobs.
 func (s *Store) GetJob(ctx context.Context, id string) (*job.Job, error) {
 	j, err := scanJob(s.st.getJob.QueryRowContext(ctx, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, job.ErrNotFound
+	}
+	return j, err
+}
+
+// GetJobSummary implements store.Jobs.
+func (s *Store) GetJobSummary(ctx context.Context, id string) (*store.JobSummary, error) {
+	j, err := scanSummary(s.st.getSummary.QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, job.ErrNotFound
 	}
@@ -322,7 +376,7 @@ func (s *Store) ListJobs(ctx context.Context, owner job.Owner, cursor string, li
 	var page store.JobPage
 	var seq, last int64
 	for rows.Next() {
-		j, err := scanJob(rows, &seq)
+		j, err := scanSummary(rows, &seq)
 		if err != nil {
 			return store.JobPage{}, err
 		}
@@ -336,9 +390,10 @@ func (s *Store) ListJobs(ctx context.Context, owner job.Owner, cursor string, li
 	return page, rows.Err()
 }
 
-// ownedJob reads job id inside tx; another owner's job is as unknown as a missing one.
-func (s *Store) ownedJob(ctx context.Context, tx *sql.Tx, id string, owner job.Owner) (*job.Job, error) {
-	j, err := scanJob(tx.StmtContext(ctx, s.st.wGetJob).QueryRowContext(ctx, id))
+// ownedJob reads the summary of job id inside tx; another owner's job is as unknown as a
+// missing one.
+func (s *Store) ownedJob(ctx context.Context, tx *sql.Tx, id string, owner job.Owner) (*store.JobSummary, error) {
+	j, err := scanSummary(tx.StmtContext(ctx, s.st.wGetSummary).QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) || err == nil && j.Owner != owner {
 		return nil, job.ErrNotFound
 	}
@@ -346,9 +401,9 @@ func (s *Store) ownedJob(ctx context.Context, tx *sql.Tx, id string, owner job.O
 }
 
 // CancelJob implements store.Jobs.
-func (s *Store) CancelJob(ctx context.Context, id string, owner job.Owner, now time.Time) (*job.Job, error) {
-	var out *job.Job
-	err := s.write(ctx, func(tx *sql.Tx, changed func(...string)) error {
+func (s *Store) CancelJob(ctx context.Context, id string, owner job.Owner, now time.Time) (*store.JobSummary, error) {
+	var out *store.JobSummary
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, changed func(...string)) error {
 		j, err := s.ownedJob(ctx, tx, id, owner)
 		if err != nil {
 			return err
@@ -362,8 +417,8 @@ func (s *Store) CancelJob(ctx context.Context, id string, owner job.Owner, now t
 				"The job has %s; only a queued or running job can be canceled.", j.Status)}
 		}
 		// The worker of a running job learns of it at its next heartbeat (ErrLeaseLost).
-		out, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET status = 'canceled', finished_at = ?
-			WHERE id = ? RETURNING `+jobCols, now.UnixMilli(), id))
+		out, err = scanSummary(tx.QueryRowContext(ctx, `UPDATE jobs SET status = 'canceled', finished_at = ?
+			WHERE id = ? RETURNING `+summaryRead, now.UnixMilli(), id))
 		if err != nil {
 			return err
 		}
@@ -377,9 +432,9 @@ func (s *Store) CancelJob(ctx context.Context, id string, owner job.Owner, now t
 }
 
 // DeleteJob implements store.Jobs. The idempotency entry lives on the row, so it goes too.
-func (s *Store) DeleteJob(ctx context.Context, id string, owner job.Owner) (*job.Job, error) {
-	var out *job.Job
-	err := s.write(ctx, func(tx *sql.Tx, changed func(...string)) error {
+func (s *Store) DeleteJob(ctx context.Context, id string, owner job.Owner) (*store.JobSummary, error) {
+	var out *store.JobSummary
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, changed func(...string)) error {
 		j, err := s.ownedJob(ctx, tx, id, owner)
 		if err != nil {
 			return err

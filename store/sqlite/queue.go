@@ -21,7 +21,7 @@ func (s *Store) LeaseJob(ctx context.Context, req store.LeaseRequest) (*job.Job,
 	}
 	models, loaded := jsonList(req.Models), jsonList(req.Loaded)
 	var out *job.Job
-	err := s.write(ctx, func(tx *sql.Tx, changed func(...string)) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, changed func(...string)) error {
 		j, err := scanJob(tx.StmtContext(ctx, s.st.lease).QueryRowContext(ctx,
 			req.WorkerID, msOrNull(req.LeaseUntil), req.Now.UnixMilli(), models, loaded))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -63,7 +63,28 @@ func (s *Store) Heartbeat(ctx context.Context, hb store.Heartbeat) error {
 	if hb.Progress != nil {
 		p = *hb.Progress
 	}
-	return s.write(ctx, func(tx *sql.Tx, changed func(...string)) error {
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx, changed func(...string)) error {
+		// Watchers care about progress, not about the lease: only a heartbeat that moves
+		// what a job view shows wakes them.
+		moved := false
+		if hb.Progress != nil {
+			var (
+				stage       string
+				done, total int
+				value       sql.NullFloat64
+			)
+			err := tx.StmtContext(ctx, s.st.progressOf).QueryRowContext(ctx, hb.ID, hb.Attempt).
+				Scan(&stage, &done, &total, &value)
+			if errors.Is(err, sql.ErrNoRows) {
+				return job.ErrLeaseLost
+			}
+			if err != nil {
+				return fmt.Errorf("sqlite: heartbeat: %w", err)
+			}
+			v := p.Value()
+			moved = p.Stage != "" && p.Stage != stage || p.Done != done || p.Total != total ||
+				(v != nil) != value.Valid || v != nil && *v != value.Float64
+		}
 		r, err := tx.StmtContext(ctx, s.st.heartbeat).ExecContext(ctx,
 			msOrNull(hb.LeaseUntil), boolInt(hb.Progress != nil), p.Stage, p.Done, p.Total, p.Value(),
 			boolInt(hb.Activity), hb.Now.UnixMilli(), hb.ID, hb.Attempt)
@@ -73,7 +94,9 @@ func (s *Store) Heartbeat(ctx context.Context, hb store.Heartbeat) error {
 		if n, err := r.RowsAffected(); err != nil || n == 0 {
 			return errors.Join(job.ErrLeaseLost, err)
 		}
-		changed(hb.ID)
+		if moved {
+			changed(hb.ID)
+		}
 		return nil
 	})
 }
@@ -106,7 +129,7 @@ func (s *Store) CompleteJob(ctx context.Context, id string, attempt int, out sto
 	default:
 		return fmt.Errorf("sqlite: a job cannot complete as %q", out.Status)
 	}
-	return s.write(ctx, func(tx *sql.Tx, changed func(...string)) error {
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx, changed func(...string)) error {
 		r, err := tx.StmtContext(ctx, s.st.complete).ExecContext(ctx,
 			string(out.Status), errText, results, out.Now.UnixMilli(), out.Progress.Stage,
 			out.Progress.Total, out.Progress.Done, boolInt(setProgress), progress, id, attempt)
@@ -122,62 +145,66 @@ func (s *Store) CompleteJob(ctx context.Context, id string, attempt int, out sto
 }
 
 // RecoverExpired implements store.Queue.
-func (s *Store) RecoverExpired(ctx context.Context, now time.Time, maxAttempts int) ([]string, error) {
-	return s.recover(ctx, now, maxAttempts,
-		`SELECT id, attempt FROM jobs WHERE status = 'running' AND lease_expires_at < ?`, now.UnixMilli())
+func (s *Store) RecoverExpired(ctx context.Context, now time.Time, maxAttempts int) ([]store.Recovered, error) {
+	return s.recover(ctx, now, maxAttempts, `lease_expires_at < ?2`, now.UnixMilli())
 }
 
 // ReleaseWorker implements store.Queue.
-func (s *Store) ReleaseWorker(ctx context.Context, workerID string, now time.Time, maxAttempts int) ([]string, error) {
-	return s.recover(ctx, now, maxAttempts,
-		`SELECT id, attempt FROM jobs WHERE status = 'running' AND worker_id = ?`, workerID)
+func (s *Store) ReleaseWorker(ctx context.Context, workerID string, now time.Time, maxAttempts int) ([]store.Recovered, error) {
+	return s.recover(ctx, now, maxAttempts, `worker_id = ?2`, workerID)
 }
 
-// recover puts the running jobs that query selects back in the queue, or fails those that
-// have used maxAttempts (below 1 is taken as 1). A requeued job looks as it did before its
-// first lease, except that its attempt count stays.
-func (s *Store) recover(ctx context.Context, now time.Time, maxAttempts int, query string, arg any) ([]string, error) {
+// recover puts the running jobs that match back in the queue, or fails those that have
+// used maxAttempts (below 1 is taken as 1). A requeued job looks as it did before its first
+// lease, except that its attempt count stays.
+//
+// Choosing and changing are one UPDATE, so the condition is checked on the row it changes
+// (on any database: PostgreSQL rechecks an UPDATE's WHERE on the row it locked), and the
+// attempt it reports is the one it ended.
+func (s *Store) recover(ctx context.Context, now time.Time, maxAttempts int, match string, arg any) ([]store.Recovered, error) {
 	maxAttempts = max(maxAttempts, 1)
-	var ids []string
-	err := s.write(ctx, func(tx *sql.Tx, changed func(...string)) error {
-		type lost struct {
-			id      string
-			attempt int
-		}
-		var found []lost
-		rows, err := tx.QueryContext(ctx, query, arg)
+	var out []store.Recovered
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, changed func(...string)) error {
+		rows, err := tx.QueryContext(ctx, `UPDATE jobs SET
+			status = CASE WHEN attempt >= ?1 THEN 'failed' ELSE 'queued' END,
+			finished_at = CASE WHEN attempt >= ?1 THEN ?3 ELSE finished_at END,
+			stage = CASE WHEN attempt >= ?1 THEN stage ELSE '' END,
+			progress = CASE WHEN attempt >= ?1 THEN progress END,
+			done = CASE WHEN attempt >= ?1 THEN done ELSE 0 END,
+			total = CASE WHEN attempt >= ?1 THEN total ELSE 0 END,
+			worker_id = CASE WHEN attempt >= ?1 THEN worker_id ELSE '' END,
+			lease_expires_at = CASE WHEN attempt >= ?1 THEN lease_expires_at END,
+			started_at = CASE WHEN attempt >= ?1 THEN started_at END,
+			last_activity_at = CASE WHEN attempt >= ?1 THEN last_activity_at END
+			WHERE status = 'running' AND `+match+`
+			RETURNING id, attempt, status = 'failed'`, maxAttempts, arg, now.UnixMilli())
 		if err != nil {
-			return err
+			return fmt.Errorf("sqlite: recovering: %w", err)
 		}
+		defer rows.Close()
 		for rows.Next() {
-			var l lost
-			if err := rows.Scan(&l.id, &l.attempt); err != nil {
-				rows.Close()
+			var r store.Recovered
+			if err := rows.Scan(&r.ID, &r.Attempt, &r.Failed); err != nil {
 				return err
 			}
-			found = append(found, l)
+			out = append(out, r)
 		}
-		rows.Close()
 		if err := rows.Err(); err != nil {
 			return err
 		}
+		// The error of a failed one names its attempts; it is set apart because the
+		// message is composed in Go.
 		requeued := false
-		for _, l := range found {
-			if l.attempt >= maxAttempts {
-				_, err = tx.ExecContext(ctx, `UPDATE jobs SET status = 'failed', error = ?, finished_at = ?
-					WHERE id = ?`, store.WorkerLostError(l.attempt), now.UnixMilli(), l.id)
-			} else {
+		for _, r := range out {
+			changed(r.ID)
+			if !r.Failed {
 				requeued = true
-				_, err = tx.ExecContext(ctx, `UPDATE jobs SET status = 'queued', stage = '',
-					progress = NULL, done = 0, total = 0, worker_id = '', lease_expires_at = NULL,
-					started_at = NULL, last_activity_at = NULL
-					WHERE id = ?`, l.id)
+				continue
 			}
-			if err != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE jobs SET error = ? WHERE id = ?`,
+				store.WorkerLostError(r.Attempt), r.ID); err != nil {
 				return err
 			}
-			ids = append(ids, l.id)
-			changed(l.id)
 		}
 		if requeued {
 			changed("")
@@ -187,7 +214,7 @@ func (s *Store) recover(ctx context.Context, now time.Time, maxAttempts int, que
 	if err != nil {
 		return nil, err
 	}
-	return ids, nil
+	return out, nil
 }
 
 // QueueDepth implements store.Queue.

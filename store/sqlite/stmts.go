@@ -6,10 +6,21 @@ import (
 	"fmt"
 )
 
-// jobCols is the column list that scanJob reads, in its order.
-const jobCols = `id, owner, kind, name, model, protocol, run_model, params, input, status,
-	stage, progress, done, total, error, attempt, worker_id, lease_expires_at,
-	last_activity_at, created_at, started_at, finished_at, results`
+// summaryCols are the columns of a store.JobSummary, in the order of summaryRow.dest.
+const summaryCols = `id, owner, kind, name, model, protocol, run_model, params, status,
+	stage, progress, done, total, error, attempt, created_at, started_at, finished_at`
+
+// jobCols is the column list that scanJob reads, in its order. The input lives in a table
+// of its own (migration 00005); a correlated subquery reads it, in SELECT and RETURNING
+// alike.
+const jobCols = summaryCols + `, worker_id, lease_expires_at, last_activity_at, results,
+	(SELECT i.input FROM job_inputs i WHERE i.seq = jobs.seq)`
+
+// summaryRead is the column list that scanSummary reads: without the input, and with only
+// whether there are results. typeof() is answered from the record header without reading
+// the value, and the results are the last column of the row, so a summary never reads the
+// overflow pages that hold them.
+const summaryRead = summaryCols + `, status = 'succeeded' AND typeof(results) <> 'null'`
 
 const terminal = `('succeeded', 'failed', 'canceled')`
 
@@ -20,12 +31,15 @@ type stmts struct {
 	all []*sql.Stmt
 
 	// Readers.
-	getJob    *sql.Stmt
-	listJobs  *sql.Stmt
-	keyByHash *sql.Stmt
+	getJob     *sql.Stmt
+	getSummary *sql.Stmt
+	listJobs   *sql.Stmt
+	keyByHash  *sql.Stmt
+	keyEpoch   *sql.Stmt
 
 	// Writer; used inside transactions through tx.StmtContext.
 	wGetJob      *sql.Stmt
+	wGetSummary  *sql.Stmt
 	idemLookup   *sql.Stmt
 	idemFind     *sql.Stmt
 	countActive  *sql.Stmt
@@ -34,10 +48,12 @@ type stmts struct {
 	logCreate    *sql.Stmt
 	countQueued  *sql.Stmt
 	insertJob    *sql.Stmt
+	insertInput  *sql.Stmt
 	totalJobs    *sql.Stmt
 	evictOne     *sql.Stmt
 	lease        *sql.Stmt
 	heartbeat    *sql.Stmt
+	progressOf   *sql.Stmt
 	complete     *sql.Stmt
 }
 
@@ -50,12 +66,15 @@ func (st *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 		{&st.getJob, r, `SELECT ` + jobCols + ` FROM jobs WHERE id = ?`},
 		// seq < ?2 makes the first page (MaxInt64) and later ones one statement; jobs created
 		// after a page was read have larger seqs and so never show up on the next page.
-		{&st.listJobs, r, `SELECT ` + jobCols + `, seq FROM jobs WHERE owner = ?1 AND seq < ?2
+		{&st.getSummary, r, `SELECT ` + summaryRead + ` FROM jobs WHERE id = ?`},
+		{&st.listJobs, r, `SELECT ` + summaryRead + `, seq FROM jobs WHERE owner = ?1 AND seq < ?2
 			ORDER BY seq DESC LIMIT ?3`},
 		{&st.keyByHash, r, `SELECT id, name, hash, prefix, created_at, revoked_at FROM api_keys
 			WHERE hash = ? AND revoked_at IS NULL`},
+		{&st.keyEpoch, r, `SELECT n FROM counters WHERE name = 'keys'`},
 
 		{&st.wGetJob, w, `SELECT ` + jobCols + ` FROM jobs WHERE id = ?`},
+		{&st.wGetSummary, w, `SELECT ` + summaryRead + ` FROM jobs WHERE id = ?`},
 		{&st.idemLookup, w, `SELECT ` + jobCols + `, request_hash FROM jobs
 			WHERE owner = ? AND idem_key = ?`},
 		{&st.idemFind, r, `SELECT ` + jobCols + `, request_hash FROM jobs
@@ -67,9 +86,10 @@ func (st *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 		{&st.logCreate, w, `INSERT INTO creates (owner, at) VALUES (?, ?)`},
 		{&st.countQueued, w, `SELECT n FROM counters WHERE name = 'queued'`},
 		{&st.insertJob, w, `INSERT INTO jobs (id, owner, kind, name, model, protocol, run_model,
-			params, input, total, status, created_at, idem_key, request_hash)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)
-			RETURNING ` + jobCols},
+			params, total, status, created_at, idem_key, request_hash)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)
+			RETURNING seq`},
+		{&st.insertInput, w, `INSERT INTO job_inputs (seq, input) VALUES (?, ?)`},
 		{&st.totalJobs, w, `SELECT n FROM counters WHERE name = 'jobs'`},
 		// The oldest finished job of the owner holding the most jobs, among owners that
 		// have a finished job at all: an owner whose jobs are all active has nothing to give.
@@ -103,6 +123,8 @@ func (st *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 			progress = CASE WHEN ?2 THEN ?6 ELSE progress END,
 			last_activity_at = CASE WHEN ?7 THEN ?8 ELSE last_activity_at END
 			WHERE id = ?9 AND status = 'running' AND attempt = ?10`},
+		{&st.progressOf, w, `SELECT stage, done, total, progress FROM jobs
+			WHERE id = ? AND status = 'running' AND attempt = ?`},
 		// One write fenced by the attempt: a late or duplicate completion matches no row.
 		{&st.complete, w, `UPDATE jobs SET status = ?1, error = ?2, results = ?3, finished_at = ?4,
 			stage = coalesce(nullif(?5, ''), stage),

@@ -22,12 +22,14 @@ func (s *Store) PutWorker(ctx context.Context, w store.Worker) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.w.ExecContext(ctx, `INSERT INTO workers (id, models, missing, loaded, slots, busy, seen_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (id) DO UPDATE SET models = excluded.models, missing = excluded.missing,
-			loaded = excluded.loaded, slots = excluded.slots, busy = excluded.busy, seen_at = excluded.seen_at`,
-		w.ID, string(models), string(missing), jsonList(w.Loaded), w.Slots, w.Busy, w.SeenAt.UnixMilli())
-	return err
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx, _ func(...string)) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO workers (id, models, missing, loaded, slots, busy, seen_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (id) DO UPDATE SET models = excluded.models, missing = excluded.missing,
+				loaded = excluded.loaded, slots = excluded.slots, busy = excluded.busy, seen_at = excluded.seen_at`,
+			w.ID, string(models), string(missing), jsonList(w.Loaded), w.Slots, w.Busy, w.SeenAt.UnixMilli())
+		return err
+	})
 }
 
 // LiveWorkers implements store.Workers, ordered by id.
@@ -63,14 +65,16 @@ func (s *Store) LiveWorkers(ctx context.Context, since time.Time) ([]store.Worke
 
 // RemoveWorker implements store.Workers; an unknown id is not an error.
 func (s *Store) RemoveWorker(ctx context.Context, id string) error {
-	_, err := s.w.ExecContext(ctx, `DELETE FROM workers WHERE id = ?`, id)
-	return err
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx, _ func(...string)) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM workers WHERE id = ?`, id)
+		return err
+	})
 }
 
 // CreateKey implements store.Keys. A live key's name must be unique (a *job.ConflictError
 // otherwise), so that revoking by name means one key.
 func (s *Store) CreateKey(ctx context.Context, k store.Key) error {
-	return s.write(ctx, func(tx *sql.Tx, _ func(...string)) error {
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx, _ func(...string)) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM api_keys
 			WHERE name = ? AND revoked_at IS NULL`, k.Name).Scan(&n); err != nil {
@@ -99,8 +103,15 @@ func scanKey(sc scanner) (store.Key, error) {
 	return k, nil
 }
 
-// KeyByHash implements store.Keys.
+// KeyByHash implements store.Keys, through the cache of live keys (keycache.go).
 func (s *Store) KeyByHash(ctx context.Context, hash string) (*store.Key, error) {
+	gen, err := s.keys.check(ctx, s.keyEpoch)
+	if err != nil {
+		return nil, err
+	}
+	if k, ok := s.keys.get(hash); ok {
+		return &k, nil
+	}
 	k, err := scanKey(s.st.keyByHash.QueryRowContext(ctx, hash))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, job.ErrNotFound
@@ -108,7 +119,15 @@ func (s *Store) KeyByHash(ctx context.Context, hash string) (*store.Key, error) 
 	if err != nil {
 		return nil, err
 	}
+	s.keys.put(gen, k)
 	return &k, nil
+}
+
+// keyEpoch reads the counter of changes to api_keys.
+func (s *Store) keyEpoch(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.st.keyEpoch.QueryRowContext(ctx).Scan(&n)
+	return n, err
 }
 
 // ListKeys implements store.Keys: every key, revoked ones too, oldest first.
@@ -133,7 +152,7 @@ func (s *Store) ListKeys(ctx context.Context) ([]store.Key, error) {
 // RevokeKey implements store.Keys. Revoking a key that is already revoked changes nothing
 // and is not an error.
 func (s *Store) RevokeKey(ctx context.Context, idOrName string, now time.Time) error {
-	return s.write(ctx, func(tx *sql.Tx, _ func(...string)) error {
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx, _ func(...string)) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM api_keys WHERE id = ?1 OR name = ?1`,
 			idOrName).Scan(&n); err != nil {

@@ -3,6 +3,7 @@ package storetest
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -280,7 +281,7 @@ func requeued(j *job.Job) *job.Job {
 func testRecoverExpired(t *testing.T, open func(*testing.T) store.Store) {
 	s := open(t)
 	ctx := t.Context()
-	recoverAt := func(now time.Time, want ...string) {
+	recoverAt := func(now time.Time, want ...store.Recovered) {
 		t.Helper()
 		got, err := s.RecoverExpired(ctx, now, 2)
 		if err != nil {
@@ -300,7 +301,7 @@ func testRecoverExpired(t *testing.T, open func(*testing.T) store.Store) {
 	other := lease(t, s, create(t, s, newJob(bob)), "w2", t0.Add(9*time.Minute)) // ends at t0+10m
 
 	recoverAt(t0.Add(leaseFor)) // a lease that ends now has not expired yet
-	recoverAt(t0.Add(2*time.Minute), j.ID)
+	recoverAt(t0.Add(2*time.Minute), store.Recovered{ID: j.ID, Attempt: 1})
 	checkJob(t, "after the first lost lease", get(t, s, j.ID), requeued(j))
 	checkJob(t, "a job with a live lease", get(t, s, other.ID), other)
 	recoverAt(t0.Add(2 * time.Minute))
@@ -309,7 +310,7 @@ func testRecoverExpired(t *testing.T, open func(*testing.T) store.Store) {
 	if second.Attempt != 2 {
 		t.Fatalf("second lease has attempt %d, want 2", second.Attempt)
 	}
-	recoverAt(t0.Add(5*time.Minute), j.ID)
+	recoverAt(t0.Add(5*time.Minute), store.Recovered{ID: j.ID, Attempt: 2, Failed: true})
 	want := *second
 	want.Status, want.FinishedAt, want.Error = job.Failed, t0.Add(5*time.Minute), store.WorkerLostError(2)
 	checkJob(t, "after the second lost lease", get(t, s, j.ID), &want)
@@ -321,14 +322,15 @@ func testReleaseWorker(t *testing.T, open func(*testing.T) store.Store) {
 	s := open(t)
 	ctx := t.Context()
 	at := t0 // leases taken now are still live at the release: it ignores lease times
-	release := func(worker string, want ...string) {
+	release := func(worker string, want ...store.Recovered) {
 		t.Helper()
 		got, err := s.ReleaseWorker(ctx, worker, t0, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
-		slices.Sort(got)
-		slices.Sort(want)
+		byID := func(a, b store.Recovered) int { return strings.Compare(a.ID, b.ID) }
+		slices.SortFunc(got, byID)
+		slices.SortFunc(want, byID)
 		if !slices.Equal(got, want) {
 			t.Fatalf("ReleaseWorker(%s) = %v, want %v", worker, got, want)
 		}
@@ -337,11 +339,11 @@ func testReleaseWorker(t *testing.T, open func(*testing.T) store.Store) {
 	j1 := lease(t, s, create(t, s, newJob(alice)), "w1", at)
 	j2 := create(t, s, newJob(bob))
 	lease(t, s, j2, "w0", at)
-	release("w0", j2.ID)
+	release("w0", store.Recovered{ID: j2.ID, Attempt: 1})
 	j2 = lease(t, s, j2, "w1", at) // attempt 2
 	j3 := lease(t, s, create(t, s, newJob(alice)), "w2", at)
 
-	release("w1", j1.ID, j2.ID)
+	release("w1", store.Recovered{ID: j1.ID, Attempt: 1}, store.Recovered{ID: j2.ID, Attempt: 2, Failed: true})
 	checkJob(t, "released on attempt 1", get(t, s, j1.ID), requeued(j1))
 	want := *j2
 	want.Status, want.FinishedAt, want.Error = job.Failed, t0, store.WorkerLostError(2)

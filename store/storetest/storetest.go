@@ -32,6 +32,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Lifecycle", testLifecycleRoundTrip},
 		{"Idempotency", testIdempotency},
 		{"IdempotencyConcurrent", testIdempotencyConcurrent},
+		{"IdempotencyRace", testIdempotencyRace},
+		{"CreateQuotasConcurrent", testCreateQuotasConcurrent},
+		{"RetentionConcurrent", testRetentionConcurrent},
+		{"Summaries", testSummaries},
 		{"ActivePerOwner", testActivePerOwner},
 		{"ActiveRetryAfter", testActiveRetryAfter},
 		{"CreatesPerMinute", testCreatesPerMinute},
@@ -48,10 +52,12 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Complete", testComplete},
 		{"RecoverExpired", testRecoverExpired},
 		{"ReleaseWorker", testReleaseWorker},
+		{"RecoverConcurrent", testRecoverConcurrent},
 		{"QueueDepth", testQueueDepth},
 		{"Workers", testWorkers},
 		{"Keys", testKeys},
 		{"Watch", testWatch},
+		{"WatchIgnoresLeases", testWatchIgnoresLeases},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -211,6 +217,22 @@ func checkTime(t *testing.T, what string, got, want time.Time) {
 	}
 }
 
+// timePair is a time field of a got and a want value.
+type timePair struct {
+	name string
+	g, w *time.Time
+}
+
+// checkTimes compares the pairs with checkTime, then zeroes them, so that the rest of the
+// values can be compared exactly.
+func checkTimes(t *testing.T, what string, pairs []timePair) {
+	t.Helper()
+	for _, p := range pairs {
+		checkTime(t, what+": "+p.name, *p.g, *p.w)
+		*p.g, *p.w = time.Time{}, time.Time{}
+	}
+}
+
 func jsonOf(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -227,19 +249,13 @@ func checkJob(t *testing.T, what string, got, want *job.Job) {
 		t.Fatalf("%s: no job", what)
 	}
 	g, w := *got, *want
-	for _, f := range []struct {
-		name string
-		g, w *time.Time
-	}{
+	checkTimes(t, what, []timePair{
 		{"CreatedAt", &g.CreatedAt, &w.CreatedAt},
 		{"StartedAt", &g.StartedAt, &w.StartedAt},
 		{"FinishedAt", &g.FinishedAt, &w.FinishedAt},
 		{"LeaseExpiresAt", &g.LeaseExpiresAt, &w.LeaseExpiresAt},
 		{"LastActivityAt", &g.LastActivityAt, &w.LastActivityAt},
-	} {
-		checkTime(t, what+": "+f.name, *f.g, *f.w)
-		*f.g, *f.w = time.Time{}, time.Time{}
-	}
+	})
 	if gp, wp := jsonOf(g.Params), jsonOf(w.Params); gp != wp {
 		t.Errorf("%s: Params = %s, want %s", what, gp, wp)
 	}
@@ -276,3 +292,20 @@ func limitErr(t *testing.T, what string, err error) *job.LimitError {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// checkSummary compares a summary with the summary of the whole job, as checkJob does.
+func checkSummary(t *testing.T, what string, got *store.JobSummary, whole *job.Job) {
+	t.Helper()
+	if got == nil {
+		t.Fatalf("%s: no summary", what)
+	}
+	g, w := *got, *store.SummaryOf(whole)
+	checkTimes(t, what, []timePair{
+		{"CreatedAt", &g.CreatedAt, &w.CreatedAt},
+		{"StartedAt", &g.StartedAt, &w.StartedAt},
+		{"FinishedAt", &g.FinishedAt, &w.FinishedAt},
+	})
+	if gj, wj := jsonOf(g), jsonOf(w); gj != wj {
+		t.Errorf("%s:\n got %s\nwant %s", what, gj, wj)
+	}
+}

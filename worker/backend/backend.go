@@ -158,7 +158,7 @@ func (q *Queue) AppendLog(ctx context.Context, f worker.Fence, p []byte) error {
 	if err := q.cfg.Artifacts.AppendLog(ctx, f.JobID, p); err != nil {
 		return err
 	}
-	if _, err := q.cfg.Store.GetJob(ctx, f.JobID); errors.Is(err, job.ErrNotFound) {
+	if _, err := q.cfg.Store.GetJobSummary(ctx, f.JobID); errors.Is(err, job.ErrNotFound) {
 		return errors.Join(job.ErrLeaseLost, q.cfg.Artifacts.DeleteJob(ctx, f.JobID))
 	}
 	return nil
@@ -186,7 +186,7 @@ func (q *Queue) PutArtifact(ctx context.Context, f worker.Fence, path string, r 
 // fence returns job.ErrLeaseLost, and drops what lost attempts left, unless the job is
 // running under f.Attempt.
 func (q *Queue) fence(ctx context.Context, f worker.Fence) error {
-	j, err := q.cfg.Store.GetJob(ctx, f.JobID)
+	j, err := q.cfg.Store.GetJobSummary(ctx, f.JobID)
 	switch {
 	case errors.Is(err, job.ErrNotFound):
 		return errors.Join(job.ErrLeaseLost, q.cfg.Artifacts.DeleteJob(ctx, f.JobID))
@@ -211,9 +211,9 @@ func (q *Queue) Complete(ctx context.Context, c worker.Completion) error {
 }
 
 func (q *Queue) ReleaseWorker(ctx context.Context, workerID string) error {
-	ids, err := q.cfg.Store.ReleaseWorker(ctx, workerID, q.cfg.Now(), q.cfg.MaxAttempts)
-	for _, id := range ids {
-		q.tidy(ctx, id)
+	released, err := q.cfg.Store.ReleaseWorker(ctx, workerID, q.cfg.Now(), q.cfg.MaxAttempts)
+	for _, r := range released {
+		q.tidy(ctx, r.ID)
 	}
 	return err
 }
@@ -251,15 +251,13 @@ func (q *Queue) Reap(ctx context.Context, every time.Duration) {
 }
 
 func (q *Queue) recoverExpired(ctx context.Context) {
-	ids, err := q.cfg.Store.RecoverExpired(ctx, q.cfg.Now(), q.cfg.MaxAttempts)
+	recovered, err := q.cfg.Store.RecoverExpired(ctx, q.cfg.Now(), q.cfg.MaxAttempts)
 	if err != nil && ctx.Err() == nil {
 		q.cfg.Logger.Warn("reaper: recovering expired leases", "error", err.Error())
 	}
-	if len(ids) > 0 {
-		q.cfg.Logger.Info("reaper: recovered jobs whose worker was lost", "jobs", ids)
-	}
-	for _, id := range ids {
-		q.tidy(ctx, id)
+	for _, r := range recovered {
+		q.cfg.Logger.Info("reaper: recovered a job whose worker was lost", "job", r.ID, "attempt", r.Attempt, "failed", r.Failed)
+		q.tidy(ctx, r.ID)
 	}
 }
 
@@ -282,7 +280,7 @@ func (q *Queue) Sweep(ctx context.Context) {
 
 // tidy makes the job's files agree with its state as the store has it now.
 func (q *Queue) tidy(ctx context.Context, id string) {
-	j, err := q.cfg.Store.GetJob(ctx, id)
+	j, err := q.cfg.Store.GetJobSummary(ctx, id)
 	switch {
 	case errors.Is(err, job.ErrNotFound):
 		q.warn(id, q.cfg.Artifacts.DeleteJob(ctx, id))
@@ -297,7 +295,7 @@ func (q *Queue) tidy(ctx context.Context, id string) {
 // one when it is running (its files are on their way) or succeeded (they are the job's
 // results). Attempt numbers only grow and a lost attempt never runs again, so what it
 // drops stays garbage however the job moves on meanwhile.
-func (q *Queue) tidyJob(ctx context.Context, j *job.Job) {
+func (q *Queue) tidyJob(ctx context.Context, j *store.JobSummary) {
 	for a := 1; a <= j.Attempt; a++ {
 		if a == j.Attempt && (j.Status == job.Running || j.Status == job.Succeeded) {
 			continue
