@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chaperone-bio/chaperone/artifact"
+	"github.com/chaperone-bio/chaperone/internal/testpython"
 )
 
 // entry is a ZipEntry over fixed content that records how it was opened and closed.
@@ -214,10 +215,7 @@ func TestWriteZipCanceled(t *testing.T) {
 // code with archive/zip, and has it check every CRC.
 func TestWriteZipPython(t *testing.T) {
 	t.Parallel()
-	const python = "/usr/bin/python3"
-	if _, err := os.Stat(python); err != nil {
-		t.Skipf("%s not available: %v", python, err)
-	}
+	python := testpython.Require(t, "zipfile")
 	es := sample()
 	es = append(es, entry{name: "big/large.cif", content: strings.Repeat("0123456789abcdef\n", 300_000)})
 	f, err := os.Create(filepath.Join(t.TempDir(), "job.zip"))

@@ -18,6 +18,7 @@ import (
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/boltz"
 	"github.com/chaperone-bio/chaperone/engine/boltz/boltztest"
+	"github.com/chaperone-bio/chaperone/internal/testpython"
 )
 
 // The stand-in boltz is built once per test binary; TestMain removes it.
@@ -119,12 +120,9 @@ func TestBoltzRunsASequence(t *testing.T) {
 	if err := os.WriteFile(pae, s.get(byPath["target1/pae_target1_model_0.npz"]["url"].(string)).expect(http.StatusOK).Body, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := exec.Command("/usr/bin/python3", "-c", "import numpy").Run(); err != nil {
-		t.Logf("skipping the numpy check: /usr/bin/python3 has no numpy (apt-get install python3-numpy)")
-	} else {
-		out, err := exec.Command("/usr/bin/python3", "-c", "import numpy, sys; a = numpy.load(sys.argv[1])['pae']; print(a.dtype, a.shape)", pae).CombinedOutput()
-		mustf(t, err == nil && strings.TrimSpace(string(out)) == "float32 (33, 33)", "numpy read the PAE as %s (%v)", out, err)
-	}
+	python := testpython.Require(t, "numpy")
+	out, err := exec.Command(python, "-c", "import numpy, sys; a = numpy.load(sys.argv[1])['pae']; print(a.dtype, a.shape)", pae).CombinedOutput()
+	mustf(t, err == nil && strings.TrimSpace(string(out)) == "float32 (33, 33)", "numpy read the PAE as %s (%v)", out, err)
 
 	logs := string(s.get("/v1/jobs/" + id + "/logs").expect(http.StatusOK).Body)
 	for _, want := range []string{"--use_msa_server --msa_server_url " + testMSAServer, "--diffusion_samples 2", "--accelerator cpu",

@@ -13,17 +13,16 @@ import (
 
 	"github.com/chaperone-bio/chaperone/bio"
 	"github.com/chaperone-bio/chaperone/engine/toolkit/msacache"
+	"github.com/chaperone-bio/chaperone/internal/testpython"
 	"github.com/chaperone-bio/chaperone/job"
 )
 
-const python = "/usr/bin/python3"
+const python = testpython.Path
 
-// pythonHas skips the test unless Debian's Python has the modules.
+// pythonHas makes sure that Debian's Python has the modules (see testpython.Require).
 func pythonHas(t *testing.T, modules ...string) {
 	t.Helper()
-	if err := exec.Command(python, "-c", "import "+strings.Join(modules, ", ")).Run(); err != nil {
-		t.Skipf("%s cannot import %s (apt-get install python3-yaml python3-numpy): %v", python, strings.Join(modules, ", "), err)
-	}
+	testpython.Require(t, modules...)
 }
 
 // writeInput writes the Boltz input of a target whose alignments are searched on the

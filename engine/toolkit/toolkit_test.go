@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chaperone-bio/chaperone/engine"
+	"github.com/chaperone-bio/chaperone/internal/testpython"
 	"github.com/chaperone-bio/chaperone/job"
 )
 
@@ -44,8 +45,8 @@ func TestReadPythonJSONReadsPython(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "c.json")
 	script := `import json, sys; json.dump({"ptm": float("nan"), "iptm": float("inf"), "pde": -float("inf"), "plddt": 0.75, "chains": [float("nan")]}, open(sys.argv[1], "w"), indent=4)`
-	if out, err := exec.Command("/usr/bin/python3", "-c", script, path).CombinedOutput(); err != nil {
-		t.Skipf("no Debian Python: %v %s", err, out)
+	if out, err := exec.Command(testpython.Require(t), "-c", script, path).CombinedOutput(); err != nil {
+		t.Fatalf("python: %v %s", err, out)
 	}
 	var got struct {
 		PTM, IPTM, PDE, PLDDT *float64

@@ -8,17 +8,17 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/chaperone-bio/chaperone/internal/testpython"
 )
 
-const python = "/usr/bin/python3"
+const python = testpython.Path
 
-// numpy skips the test unless Debian's Python has numpy, the independent reader and
-// writer these tests hold the package to.
+// numpy makes sure that Debian's Python has numpy, the independent reader and writer these
+// tests hold the package to.
 func numpy(t *testing.T) {
 	t.Helper()
-	if err := exec.Command(python, "-c", "import numpy").Run(); err != nil {
-		t.Skipf("%s cannot import numpy (apt-get install python3-numpy): %v", python, err)
-	}
+	testpython.Require(t, "numpy")
 }
 
 func runPython(t *testing.T, script string, args ...string) []byte {
