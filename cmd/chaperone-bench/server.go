@@ -41,6 +41,9 @@ type childConfig struct {
 	Slots    int            `json:"slots"`
 	Limits   catalog.Limits `json:"limits"`
 	LogLevel slog.Level     `json:"log_level"`
+	// Bare, when set, makes the process the bare JSON handler serving this job view
+	// instead of a chaperone server (the anchor of the reads).
+	Bare json.RawMessage `json:"bare,omitempty"`
 }
 
 // serverStats is a server process's own account of itself.
@@ -85,21 +88,12 @@ func serveChild(raw string) {
 	log := slog.New(slog.NewMultiHandler(
 		slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: cfg.LogLevel}),
 		slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	a, err := app.Start(context.Background(), app.Config{
-		Addr:     "127.0.0.1:0",
-		DataDir:  cfg.DataDir,
-		Version:  "bench",
-		Logger:   log,
-		Limits:   cfg.Limits,
-		Engines:  []engine.Engine{enginetest.New(benchModels...)},
-		Slots:    cfg.Slots,
-		WorkerID: "bench-worker",
-	})
+	url, closeServer, err := startChild(cfg, log)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench server:", err)
 		os.Exit(1)
 	}
-	fmt.Println(a.URL)
+	fmt.Println(url)
 
 	out := json.NewEncoder(os.Stdout)
 	in := bufio.NewScanner(os.Stdin)
@@ -143,9 +137,31 @@ func serveChild(raw string) {
 		}
 		_ = out.Encode(st)
 	}
-	if err := a.Close(); err != nil {
+	if err := closeServer(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench server: closing:", err)
 	}
+}
+
+// startChild starts what cfg asks for: the bare handler, or a chaperone server with the
+// test engine.
+func startChild(cfg childConfig, log *slog.Logger) (string, func() error, error) {
+	if cfg.Bare != nil {
+		return serveBare(cfg.Bare)
+	}
+	a, err := app.Start(context.Background(), app.Config{
+		Addr:     "127.0.0.1:0",
+		DataDir:  cfg.DataDir,
+		Version:  "bench",
+		Logger:   log,
+		Limits:   cfg.Limits,
+		Engines:  []engine.Engine{enginetest.New(benchModels...)},
+		Slots:    cfg.Slots,
+		WorkerID: "bench-worker",
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	return a.URL, a.Close, nil
 }
 
 func selfStats() serverStats {
