@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -85,7 +86,7 @@ type detachedHold struct {
 	s       *Server
 	r       *http.Request
 	info    *requestInfo
-	header  http.Header // what the handler had set before the hold
+	header  http.Header // what the handler had set before the hold; net/http no longer reads it
 	answer  holdAnswer
 	jobID   string
 	release func()
@@ -116,7 +117,7 @@ func (s *Server) detach(w http.ResponseWriter, r *http.Request, jobID string, d 
 	if _, err := io.CopyN(io.Discard, r.Body, 4<<10); err != io.EOF {
 		return false
 	}
-	h := &detachedHold{s: s, r: r, info: info, header: w.Header().Clone(), answer: answer, jobID: jobID}
+	h := &detachedHold{s: s, r: slimRequest(r, info), info: info, header: w.Header(), answer: answer, jobID: jobID}
 	if !s.detached.add(h) {
 		return false
 	}
@@ -205,7 +206,17 @@ func (h *detachedHold) end(hungUp bool) {
 func (h *detachedHold) respond(rw *bufferedResponse) {
 	defer h.s.recoverPanic(rw, h.r)
 	cur, err := h.s.reread(h.r, h.jobID)
-	h.answer(rw, cur, true, err)
+	h.answer(rw, h.r, cur, true, err)
+}
+
+// slimRequest copies what an answer and the access log read of r: method, path, host,
+// route, the request id. The hold keeps it instead of r, whose headers, context and body
+// (which reads from net/http's buffer of the connection) would stay alive as long.
+func slimRequest(r *http.Request, info *requestInfo) *http.Request {
+	slim := &http.Request{Method: r.Method, URL: &url.URL{Path: r.URL.Path}, Proto: r.Proto, ProtoMajor: r.ProtoMajor,
+		ProtoMinor: r.ProtoMinor, Header: http.Header{}, Host: r.Host, RemoteAddr: r.RemoteAddr, Close: r.Close,
+		Pattern: r.Pattern, Body: http.NoBody}
+	return slim.WithContext(context.WithValue(context.Background(), requestInfoKey{}, info))
 }
 
 // writeTimeout bounds the write of a held request's response to a client that reads it

@@ -125,7 +125,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, validate func([]
 func (s *Server) answerCreate(w http.ResponseWriter, r *http.Request, j *job.Job, status int) {
 	view := jobView(j)
 	w.Header().Set("Location", "/v1/jobs/"+j.ID)
-	s.hold(w, r, j, func(w http.ResponseWriter, final *job.Job, held bool, err error) {
+	s.hold(w, r, j, func(w http.ResponseWriter, r *http.Request, final *job.Job, held bool, err error) {
 		if err == nil {
 			view = jobView(final)
 		}
@@ -266,7 +266,7 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	s.hold(w, r, j, func(w http.ResponseWriter, final *job.Job, held bool, err error) {
+	s.hold(w, r, j, func(w http.ResponseWriter, r *http.Request, final *job.Job, held bool, err error) {
 		if err != nil {
 			s.writeError(w, r, err)
 			return

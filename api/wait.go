@@ -11,9 +11,11 @@ import (
 	"github.com/chaperone-bio/chaperone/store"
 )
 
-// holdAnswer writes the response of a request once its hold is over, with the job as it
-// stands then (err when it could not be read) and whether the hold was applied.
-type holdAnswer func(w http.ResponseWriter, final *job.Job, held bool, err error)
+// holdAnswer writes the response of request r once its hold is over, with the job as it
+// stands then (err when it could not be read) and whether the hold was applied. It is to
+// use the r it is given, not the handler's: after a detached hold that is a copy holding
+// only what a response needs (see detach).
+type holdAnswer func(w http.ResponseWriter, r *http.Request, final *job.Job, held bool, err error)
 
 // hold honours Prefer: wait: answer is called as soon as the job is terminal, or when the
 // hold ends, with the job as it stands then. It is woken by store notifications, never by
@@ -23,11 +25,11 @@ type holdAnswer func(w http.ResponseWriter, final *job.Job, held bool, err error
 func (s *Server) hold(w http.ResponseWriter, r *http.Request, j *job.Job, answer holdAnswer) {
 	d, ok := preferWait(r.Header.Values("Prefer"), s.cat.Limits.WaitDefaultSeconds, s.cat.Limits.WaitMaxSeconds)
 	if !ok {
-		answer(w, j, false, nil)
+		answer(w, r, j, false, nil)
 		return
 	}
 	if j.Status.Terminal() {
-		answer(w, j, true, nil)
+		answer(w, r, j, true, nil)
 		return
 	}
 	if s.detach(w, r, j.ID, d, answer) {
@@ -37,7 +39,7 @@ func (s *Server) hold(w http.ResponseWriter, r *http.Request, j *job.Job, answer
 	s.finishes.wait(r.Context(), j.ID, d)
 	s.holding.Add(-1)
 	cur, err := s.reread(r, j.ID)
-	answer(w, cur, true, err)
+	answer(w, r, cur, true, err)
 }
 
 // reread reads the job a hold was on once the hold is over, even if the caller has gone.
