@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,11 +34,7 @@ type holdServer struct {
 func newHoldServer(t *testing.T) *holdServer {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st, _ := testStores(t)
 	now := time.Now()
 	j := &job.Job{ID: job.NewID(), Owner: job.Owner{Kind: job.OwnerIP, ID: "127.0.0.1"}, Kind: job.PredictKind,
 		Model: "boltz2", RunModel: "boltz2", Status: job.Queued, CreatedAt: now, Total: 1}

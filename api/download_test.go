@@ -47,6 +47,23 @@ func (f *readCountingFile) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// testStores opens a SQLite store and an artifact folder, closed when the test ends.
+func testStores(t *testing.T) (*sqlite.Store, *artifactfs.Store) {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	arts, err := artifactfs.Open(filepath.Join(dir, "artifacts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { arts.Close() })
+	return st, arts
+}
+
 // succeededJob stores a succeeded job of testOwner with one result file of the given
 // content, and returns its id.
 func succeededJob(t *testing.T, st store.Store, arts artifact.Store, content string) string {
@@ -77,18 +94,7 @@ func succeededJob(t *testing.T, st store.Store, arts artifact.Store, content str
 
 func TestARangeOfTheArchiveBuildsItOnce(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	dir := t.TempDir()
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	fsArts, err := artifactfs.Open(filepath.Join(dir, "artifacts"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fsArts.Close() })
+	st, fsArts := testStores(t)
 	arts := &readCountingArtifacts{Store: fsArts}
 	content := strings.Repeat("ATOM line of a structure\n", 400)
 	id := succeededJob(t, st, arts, content)
