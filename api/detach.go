@@ -17,8 +17,9 @@ import (
 // charges it for the whole of it: the connection's goroutine and the one that watches for a
 // hang-up, their stacks, and the connection's read and write buffers, some 30 KB a request.
 // So a held HTTP/1.1 request is detached: its connection is taken from net/http (hijacked),
-// the hold waits on a timer and the job's watch, which cost no goroutine, and a small read
-// watches for the client hanging up. When the hold ends the response is written to the
+// the hold waits on a timer and the job's watch, which cost no goroutine, and the client
+// hanging up is watched for by one epoll for the whole process (hangup_linux.go; elsewhere
+// by a small read per connection). When the hold ends the response is written to the
 // connection directly, and the connection goes back to net/http (through the listener from
 // Server.Listener) to serve the client's next request, as keep-alive would have.
 

@@ -1,8 +1,8 @@
 // Package api is chaperone's HTTP interface: the v1 job API of spec/interface.md as
 // spec/decisions.md settles it, with problem+json errors, ownership by key, session or
-// client IP, long-poll waits woken by store notifications, idempotent creates, and
-// Prometheus metrics. It speaks to the rest of chaperone only through the store, artifact
-// and catalog packages.
+// client IP, long-poll waits woken by store notifications (held outside net/http, see
+// detach.go), idempotent creates, and Prometheus metrics. It speaks to the rest of
+// chaperone only through the store, artifact and catalog packages.
 package api
 
 import (
