@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -31,7 +32,12 @@ type holdServer struct {
 	hijacked atomic.Int64 // connections net/http handed over
 }
 
-func newHoldServer(t *testing.T) *holdServer {
+func newHoldServer(t *testing.T) *holdServer { return newHoldServerOn(t, false) }
+
+// newHoldServerOn serves the API; with opaque set, over connections that hide their file
+// descriptor (as a listener of a proxy library may), so that a hold watches for the client
+// hanging up by reading, not by epoll.
+func newHoldServerOn(t *testing.T, opaque bool) *holdServer {
 	t.Helper()
 	ctx := context.Background()
 	st, _ := testStores(t)
@@ -48,6 +54,9 @@ func newHoldServer(t *testing.T) *holdServer {
 	hs.srv = New(Config{Catalog: catalog.New(catalog.DefaultLimits()), Store: st,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), WorkerTTL: time.Hour})
 	ts := httptest.NewUnstartedServer(hs.srv)
+	if opaque {
+		ts.Listener = opaqueListener{ts.Listener}
+	}
 	ts.Listener = hs.srv.Listener(ts.Listener)
 	ts.Config.ConnState = func(_ net.Conn, state http.ConnState) {
 		if state == http.StateHijacked {
@@ -61,6 +70,17 @@ func newHoldServer(t *testing.T) *holdServer {
 	})
 	hs.url = ts.URL
 	return hs
+}
+
+// opaqueListener accepts connections that are not a syscall.Conn.
+type opaqueListener struct{ net.Listener }
+
+func (l opaqueListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return struct{ net.Conn }{c}, nil
 }
 
 // untilHeld waits until the server holds n requests.
@@ -166,16 +186,18 @@ func TestADetachedHoldEnds(t *testing.T) {
 			t.Fatalf("a hold of 1 s ended after %v", took)
 		}
 	})
-	t.Run("when the client hangs up", func(t *testing.T) {
-		t.Parallel()
-		hs := newHoldServer(t)
-		ctx, hangUp := context.WithCancel(t.Context())
-		ch := hs.get(ctx, http.DefaultClient, "wait=60")
-		hs.untilHeld(1)
-		hangUp()
-		<-ch
-		hs.untilHeld(0)
-	})
+	for _, opaque := range []bool{false, true} {
+		t.Run(fmt.Sprintf("when the client hangs up (opaque connection: %v)", opaque), func(t *testing.T) {
+			t.Parallel()
+			hs := newHoldServerOn(t, opaque)
+			ctx, hangUp := context.WithCancel(t.Context())
+			ch := hs.get(ctx, http.DefaultClient, "wait=60")
+			hs.untilHeld(1)
+			hangUp()
+			<-ch
+			hs.untilHeld(0)
+		})
+	}
 	t.Run("at shutdown, closing the connection", func(t *testing.T) {
 		t.Parallel()
 		hs := newHoldServer(t)
@@ -193,22 +215,48 @@ func TestADetachedHoldEnds(t *testing.T) {
 // answered after, on the same connection.
 func TestAPipelinedRequestIsAnsweredAfterTheHeldOne(t *testing.T) {
 	t.Parallel()
-	hs := newHoldServer(t)
-	conn, err := net.Dial("tcp", hs.url[len("http://"):])
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name   string
+		opaque bool
+		split  bool // the next request is sent once the first is held
+	}{
+		{"sent together", false, false},
+		{"sent during the hold", false, true},
+		{"sent during the hold, opaque connection", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			hs := newHoldServerOn(t, tc.opaque)
+			conn, err := net.Dial("tcp", hs.url[len("http://"):])
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			path := "/v1/jobs/" + hs.jobID
+			held := "GET " + path + " HTTP/1.1\r\nHost: x\r\nPrefer: wait=30\r\n\r\n"
+			next := "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n"
+			if !tc.split {
+				held, next = held+next, ""
+			}
+			if _, err := io.WriteString(conn, held); err != nil {
+				t.Fatal(err)
+			}
+			hs.untilHeld(1)
+			if _, err := io.WriteString(conn, next); err != nil {
+				t.Fatal(err)
+			}
+			hs.succeed()
+			expectAnswers(t, conn, "wait", "")
+		})
 	}
-	defer conn.Close()
-	path := "/v1/jobs/" + hs.jobID
-	if _, err := io.WriteString(conn, "GET "+path+" HTTP/1.1\r\nHost: x\r\nPrefer: wait=30\r\n\r\n"+
-		"GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	hs.untilHeld(1)
-	hs.succeed()
+}
+
+// expectAnswers reads one 200 per Preference-Applied given, each with the job succeeded.
+func expectAnswers(t *testing.T, conn net.Conn, preferenceApplied ...string) {
+	t.Helper()
 	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	br := bufio.NewReader(conn)
-	for i, want := range []string{"wait", ""} {
+	for i, want := range preferenceApplied {
 		res, err := http.ReadResponse(br, nil)
 		if err != nil {
 			t.Fatalf("response %d: %v", i, err)
