@@ -35,8 +35,9 @@ func (s *Server) Listener(ln net.Listener) net.Listener {
 
 // EndHolds answers every detached hold at once with the job as it stands and closes its
 // connection, and makes later holds block in their handlers. It is for shutting down,
-// before http.Server.Shutdown, which does not see detached connections.
-func (s *Server) EndHolds() { s.detached.endAll() }
+// before http.Server.Shutdown, which does not see detached connections. Connections still
+// being written to when ctx ends are closed.
+func (s *Server) EndHolds(ctx context.Context) { s.detached.endAll(ctx) }
 
 // detachedHolds are the holds taken from net/http, for EndHolds.
 type detachedHolds struct {
@@ -48,6 +49,7 @@ type detachedHolds struct {
 	wg     sync.WaitGroup
 }
 
+// add registers h for EndHolds, unless it has run.
 func (dh *detachedHolds) add(h *detachedHold) bool {
 	dh.mu.Lock()
 	defer dh.mu.Unlock()
@@ -62,13 +64,17 @@ func (dh *detachedHolds) add(h *detachedHold) bool {
 	return true
 }
 
+// remove unregisters h once it is answered.
 func (dh *detachedHolds) remove(h *detachedHold) {
 	dh.mu.Lock()
 	defer dh.mu.Unlock()
-	delete(dh.held, h)
+	if _, ok := dh.held[h]; ok {
+		delete(dh.held, h)
+		dh.wg.Done()
+	}
 }
 
-func (dh *detachedHolds) endAll() {
+func (dh *detachedHolds) endAll(ctx context.Context) {
 	dh.mu.Lock()
 	dh.ending = true
 	held := make([]*detachedHold, 0, len(dh.held))
@@ -79,7 +85,23 @@ func (dh *detachedHolds) endAll() {
 	for _, h := range held {
 		go h.end(false)
 	}
-	dh.wg.Wait()
+	ended := make(chan struct{})
+	go func() {
+		dh.wg.Wait()
+		close(ended)
+	}()
+	select {
+	case <-ended:
+		return
+	case <-ctx.Done():
+	}
+	// Clients too slow to take their answer: cut them off, which fails the writes at once.
+	dh.mu.Lock()
+	for h := range dh.held {
+		h.conn.Close()
+	}
+	dh.mu.Unlock()
+	<-ended
 }
 
 // detachedHold is one held request after its handler has returned.
@@ -96,7 +118,7 @@ type detachedHold struct {
 	pending []byte // bytes of the client's next request, read before the hold
 
 	once      sync.Once
-	mu        sync.Mutex    // guards stops, which a trigger may need before detach has set them
+	mu        sync.Mutex    // guards stops and stopWatch, which end may need before detach has set them
 	stops     []func() bool // unregister the triggers: the timer, the job's end
 	stopWatch func()        // stops watching for a hang-up
 	peek      [1]byte       // a byte of the next request, when peeked is set
@@ -118,16 +140,14 @@ func (s *Server) detach(w http.ResponseWriter, r *http.Request, jobID string, d 
 	if _, err := io.CopyN(io.Discard, r.Body, 4<<10); err != io.EOF {
 		return false
 	}
-	h := &detachedHold{s: s, r: slimRequest(r, info), info: info, header: w.Header(), answer: answer, jobID: jobID}
-	if !s.detached.add(h) {
+	if s.detached.isEnding() {
 		return false
 	}
 	conn, buf, err := http.NewResponseController(w).Hijack()
 	if err != nil {
-		s.detached.remove(h)
-		s.detached.wg.Done()
 		return false
 	}
+	h := &detachedHold{s: s, r: slimRequest(r, info), info: info, header: w.Header(), answer: answer, jobID: jobID}
 	info.detached = true
 	s.holding.Add(1)
 	h.conn = conn
@@ -140,7 +160,10 @@ func (s *Server) detach(w http.ResponseWriter, r *http.Request, jobID string, d 
 
 	f := s.finishes.acquire(jobID)
 	h.release = func() { s.finishes.release(jobID, f) }
+	// Under h.mu until every trigger is set, so that one firing at once (or EndHolds) finds
+	// what end needs.
 	h.mu.Lock()
+	registered := s.detached.add(h)
 	timer := time.AfterFunc(d, func() { h.end(false) })
 	stopEnded := context.AfterFunc(f.ended, func() { h.end(false) })
 	h.stops = []func() bool{timer.Stop, stopEnded}
@@ -150,6 +173,9 @@ func (s *Server) detach(w http.ResponseWriter, r *http.Request, jobID string, d 
 		h.stopWatch = h.readForHangUp()
 	}
 	h.mu.Unlock()
+	if !registered { // EndHolds began meanwhile: answer now
+		go h.end(false)
+	}
 	return true
 }
 
@@ -179,7 +205,7 @@ func (h *detachedHold) readForHangUp() func() {
 // end ends the hold, once: it answers the request and hands the connection back.
 func (h *detachedHold) end(hungUp bool) {
 	h.once.Do(func() {
-		defer h.s.detached.wg.Done()
+		defer h.s.detached.remove(h)
 		h.mu.Lock()
 		for _, stop := range h.stops {
 			stop()
@@ -197,7 +223,6 @@ func (h *detachedHold) end(hungUp bool) {
 		} else {
 			h.rejoin()
 		}
-		h.s.detached.remove(h)
 		h.s.record(h.r, h.info, rw.status())
 	})
 }
@@ -228,8 +253,12 @@ func (h *detachedHold) write(rw *bufferedResponse, closeAfter bool) error {
 	rw.header.Set("Date", time.Now().UTC().Format(http.TimeFormat))
 	res := &http.Response{StatusCode: rw.status(), ProtoMajor: 1, ProtoMinor: 1, Request: h.r, Header: rw.header,
 		ContentLength: int64(rw.body.Len()), Body: io.NopCloser(&rw.body), Close: closeAfter}
+	var out bytes.Buffer // one write to the connection, not one per line
+	if err := res.Write(&out); err != nil {
+		return err
+	}
 	_ = h.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
-	if err := res.Write(h.conn); err != nil {
+	if _, err := h.conn.Write(out.Bytes()); err != nil {
 		return err
 	}
 	return h.conn.SetWriteDeadline(time.Time{})

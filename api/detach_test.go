@@ -65,7 +65,7 @@ func newHoldServerOn(t *testing.T, opaque bool) *holdServer {
 	}
 	ts.Start()
 	t.Cleanup(func() {
-		hs.srv.EndHolds()
+		hs.srv.EndHolds(context.Background())
 		ts.Close()
 	})
 	hs.url = ts.URL
@@ -203,7 +203,7 @@ func TestADetachedHoldEnds(t *testing.T) {
 		hs := newHoldServer(t)
 		ch := hs.get(t.Context(), http.DefaultClient, "wait=60")
 		hs.untilHeld(1)
-		hs.srv.EndHolds()
+		hs.srv.EndHolds(t.Context())
 		r := receive(t, ch)
 		if r.res.StatusCode != http.StatusOK || r.status != "running" || !r.res.Close {
 			t.Fatalf("%d, job %s, close %v", r.res.StatusCode, r.status, r.res.Close)

@@ -188,7 +188,7 @@ func (a *App) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		// Shutdown does not see the long-polls held outside net/http: answer them first.
-		a.API.EndHolds()
+		a.API.EndHolds(ctx)
 		err = a.http.Shutdown(ctx)
 		if err != nil {
 			a.http.Close()
