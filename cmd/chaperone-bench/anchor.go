@@ -6,10 +6,12 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -89,13 +91,17 @@ func serveBare(body json.RawMessage) (url string, closeFn func() error, err erro
 type commitLoop struct {
 	Synchronous string
 	RowBytes    int
-	Result      throughput
+
+	db     *sql.DB
+	insert *sql.Stmt
+	body   string
 }
 
-// runCommitLoop measures commits per second over window, after warmup, of rows of
-// rowBytes into a fresh database in dir.
-func runCommitLoop(ctx context.Context, dir, synchronous string, rowBytes int, warmup, window time.Duration) (commitLoop, error) {
-	loop := commitLoop{Synchronous: synchronous, RowBytes: rowBytes}
+// openCommitLoop makes a fresh database in dir for rows of rowBytes.
+func openCommitLoop(ctx context.Context, dir, synchronous string, rowBytes int) (*commitLoop, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, err
+	}
 	q := url.Values{
 		"_journal_mode": {"WAL"},
 		"_synchronous":  {synchronous},
@@ -104,59 +110,66 @@ func runCommitLoop(ctx context.Context, dir, synchronous string, rowBytes int, w
 	}
 	db, err := sql.Open("sqlite", filepath.Join(dir, "anchor.db")+"?"+q.Encode())
 	if err != nil {
-		return loop, err
+		return nil, err
 	}
-	defer db.Close()
 	db.SetMaxOpenConns(1)
+	l := &commitLoop{Synchronous: strings.ToUpper(synchronous), RowBytes: rowBytes, db: db, body: strings.Repeat("x", rowBytes)}
 	var got string
-	if err := db.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&got); err != nil {
-		return loop, err
+	err = db.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&got)
+	if want := map[string]string{"OFF": "0", "NORMAL": "1", "FULL": "2", "EXTRA": "3"}[l.Synchronous]; err == nil && got != want {
+		err = fmt.Errorf("the commit loop asked for synchronous=%s and got %s", synchronous, got)
 	}
-	if want := map[string]string{"OFF": "0", "NORMAL": "1", "FULL": "2", "EXTRA": "3"}[strings.ToUpper(synchronous)]; got != want {
-		return loop, fmt.Errorf("the commit loop asked for synchronous=%s and got %s", synchronous, got)
+	if err == nil {
+		_, err = db.ExecContext(ctx, `CREATE TABLE rows (seq INTEGER PRIMARY KEY AUTOINCREMENT,
+			id TEXT NOT NULL UNIQUE, body TEXT NOT NULL)`)
 	}
-	if _, err := db.ExecContext(ctx, `CREATE TABLE rows (seq INTEGER PRIMARY KEY AUTOINCREMENT,
-		id TEXT NOT NULL UNIQUE, body TEXT NOT NULL)`); err != nil {
-		return loop, err
+	if err == nil {
+		l.insert, err = db.PrepareContext(ctx, "INSERT INTO rows (id, body) VALUES (?, ?)")
 	}
-	insert, err := db.PrepareContext(ctx, "INSERT INTO rows (id, body) VALUES (?, ?)")
 	if err != nil {
-		return loop, err
+		db.Close()
+		return nil, err
 	}
-	defer insert.Close()
-	body := strings.Repeat("x", rowBytes)
+	return l, nil
+}
+
+func (l *commitLoop) Close() error { return errors.Join(l.insert.Close(), l.db.Close()) }
+
+func (l *commitLoop) commit(ctx context.Context) error {
 	var id [12]byte
-	commit := func() error {
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			return err
-		}
-		_, _ = rand.Read(id[:])
-		if _, err := tx.StmtContext(ctx, insert).ExecContext(ctx, hex.EncodeToString(id[:]), body); err != nil {
-			tx.Rollback()
-			return err
-		}
-		return tx.Commit()
+	_, _ = rand.Read(id[:])
+	tx, err := l.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
 	}
-	start := time.Now()
-	for time.Since(start) < warmup {
-		if err := commit(); err != nil {
-			return loop, err
+	if _, err := tx.StmtContext(ctx, l.insert).ExecContext(ctx, hex.EncodeToString(id[:]), l.body); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// run commits back to back for warmup, then counts the commits of window.
+func (l *commitLoop) run(ctx context.Context, warmup, window time.Duration) (throughput, error) {
+	var t throughput
+	for start := time.Now(); time.Since(start) < warmup; {
+		if err := l.commit(ctx); err != nil {
+			return t, err
 		}
 	}
 	cpu0, from := selfCPU(), time.Now()
 	for time.Since(from) < window {
 		t0 := time.Now()
-		if err := commit(); err != nil {
-			return loop, err
+		if err := l.commit(ctx); err != nil {
+			return t, err
 		}
-		loop.Result.N++
-		loop.Result.Latencies = append(loop.Result.Latencies, time.Since(t0))
+		t.N++
+		t.Latencies = append(t.Latencies, time.Since(t0))
 	}
-	loop.Result.Window = time.Since(from)
-	loop.Result.ClientCPU = selfCPU() - cpu0
-	slices.Sort(loop.Result.Latencies)
-	return loop, nil
+	t.Window = time.Since(from)
+	t.ClientCPU = selfCPU() - cpu0
+	slices.Sort(t.Latencies)
+	return t, nil
 }
 
 // jobRowBytes is the mean size of what a job row of the store in dbPath holds (its text

@@ -116,6 +116,20 @@ type throughput struct {
 
 func (t throughput) Rate() float64 { return float64(t.N) / t.Window.Seconds() }
 
+// add counts u, another window of the same load, into t.
+func (t *throughput) add(u throughput) {
+	t.N += u.N
+	t.Errors += u.Errors
+	if t.FirstErr == nil {
+		t.FirstErr = u.FirstErr
+	}
+	t.Window += u.Window
+	t.Latencies = append(t.Latencies, u.Latencies...)
+	slices.Sort(t.Latencies)
+	t.ServerCPU += u.ServerCPU
+	t.ClientCPU += u.ClientCPU
+}
+
 // closedLoop runs clients goroutines, each calling op back to back, for warmup and then
 // for the measured window; only requests that start and end inside the window count.
 func closedLoop(srv *server, clients int, warmup, window time.Duration, op func(ctx context.Context, rng *rand.Rand) error) (throughput, error) {

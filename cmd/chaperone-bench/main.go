@@ -55,6 +55,7 @@ const benchLimit = 1_000_000
 type options struct {
 	duration, warmup time.Duration
 	clients, owners  int
+	rounds           int
 	samples          int
 	gap              time.Duration
 	waiters          int
@@ -73,6 +74,7 @@ func main() {
 	var o options
 	flag.DurationVar(&o.duration, "duration", 5*time.Second, "measured time of each throughput phase (creates, gets)")
 	flag.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured load before each throughput phase")
+	flag.IntVar(&o.rounds, "rounds", 5, "rounds of each throughput phase, alternating with its anchor; -duration is split between them")
 	flag.IntVar(&o.clients, "clients", 16, "concurrent keep-alive clients in the throughput phases")
 	flag.IntVar(&o.owners, "owners", 256, "distinct API keys (owners); each request uses one at random")
 	flag.IntVar(&o.samples, "samples", 200, "serial submissions for the pickup latency")
@@ -84,8 +86,8 @@ func main() {
 	flag.StringVar(&o.synchronous, "anchor-synchronous", "FULL", "SQLite synchronous setting of the raw commit loop, the anchor of the creates (set it as the store sets its own)")
 	flag.StringVar(&o.profileDir, "profile", "", "write into this folder the server's CPU profile of each throughput phase and its heap profile while the long-polls are held")
 	flag.Parse()
-	if o.clients < 1 || o.owners < 1 || o.samples < 1 || o.waiters < 1 || o.duration <= 0 {
-		fmt.Fprintln(os.Stderr, "chaperone-bench: -clients, -owners, -samples, -waiters and -duration must be positive")
+	if o.clients < 1 || o.owners < 1 || o.samples < 1 || o.waiters < 1 || o.rounds < 1 || o.duration <= 0 {
+		fmt.Fprintln(os.Stderr, "chaperone-bench: -clients, -owners, -samples, -waiters, -rounds and -duration must be positive")
 		os.Exit(2)
 	}
 	if err := run(o, os.Stdout); err != nil {
@@ -102,17 +104,10 @@ type results struct {
 	waiters       waiters
 	fdLimit       uint64
 
-	bare       throughput // the anchor of the gets
-	commits    commitLoop // the anchor of the creates
-	anchorLoad anchorLoad // what the anchors are given from the busy server
-}
-
-// anchorLoad is what the anchors copy from the busy server: the ids and keys the gets
-// used, a job view to encode, and the size of a job row.
-type anchorLoad struct {
-	ids, keys []string
-	view      []byte
-	rowBytes  int
+	bare        throughput // the anchor of the gets
+	commits     throughput // the anchor of the creates
+	synchronous string     // the commit loop's
+	rowBytes    int        // the commit loop's
 }
 
 func run(o options, out io.Writer) error {
@@ -155,10 +150,7 @@ func run(o options, out io.Writer) error {
 	// Server 1: its worker's one slot is busy with a job that never ends, so every job
 	// created stays queued (a real insert, nothing leased), and the hanging job serves
 	// the long-polls.
-	if err := busyServerPhases(o, &r, filepath.Join(root, "busy"), limits); err != nil {
-		return err
-	}
-	if err := anchorPhases(o, &r, filepath.Join(root, "anchor")); err != nil {
+	if err := busyServerPhases(o, &r, root, limits); err != nil {
 		return err
 	}
 	// Server 2: an idle worker, for the pickup latency.
@@ -169,7 +161,11 @@ func run(o options, out io.Writer) error {
 	return nil
 }
 
-func busyServerPhases(o options, r *results, dir string, limits catalog.Limits) error {
+// busyServerPhases runs the phases of the server whose worker is busy, each throughput
+// phase in rounds that alternate with its anchor's, so that both see the same machine
+// (other work on it comes and goes).
+func busyServerPhases(o options, r *results, root string, limits catalog.Limits) error {
+	dir := filepath.Join(root, "busy")
 	keys, err := makeKeys(dir, o.owners)
 	if err != nil {
 		return err
@@ -198,90 +194,112 @@ func busyServerPhases(o options, r *results, dir string, limits catalog.Limits) 
 	if err != nil {
 		return err
 	}
-	// 1. Creates, each by a random owner. The ids are kept by owner for the gets.
+	// 1. Creates, each by a random owner, against the commit loop. The ids are kept by
+	// owner for the gets. The creates' warm-up gives the loop the size of a job row.
 	var mu sync.Mutex
 	byOwner := make([][]string, o.owners)
+	create := func(ctx context.Context, rng *rand.Rand) error {
+		k := rng.IntN(o.owners)
+		j, err := c.create(ctx, keys[k], "hang")
+		if err == nil {
+			mu.Lock()
+			byOwner[k] = append(byOwner[k], j.ID)
+			mu.Unlock()
+		}
+		return err
+	}
+	if _, err := closedLoop(srv, o.clients, 0, o.warmup, create); err != nil {
+		return err
+	}
+	if r.rowBytes, err = jobRowBytes(ctx, filepath.Join(dir, "chaperone.db")); err != nil {
+		return err
+	}
+	loop, err := openCommitLoop(ctx, filepath.Join(root, "anchor"), o.synchronous, r.rowBytes)
+	if err != nil {
+		return err
+	}
+	defer loop.Close()
+	r.synchronous = loop.Synchronous
 	r.creates, err = profiled(srv, o.profileDir, "creates", func() (throughput, error) {
-		return closedLoop(srv, o.clients, o.warmup, o.duration, func(ctx context.Context, rng *rand.Rand) error {
-			k := rng.IntN(o.owners)
-			j, err := c.create(ctx, keys[k], "hang")
-			if err == nil {
-				mu.Lock()
-				byOwner[k] = append(byOwner[k], j.ID)
-				mu.Unlock()
-			}
-			return err
+		return alternate(o, &r.commits, func(warmup, window time.Duration) (throughput, error) {
+			return closedLoop(srv, o.clients, warmup, window, create)
+		}, func(warmup, window time.Duration) (throughput, error) {
+			return loop.run(ctx, warmup, window)
 		})
 	})
 	if err != nil {
 		return err
 	}
-	// 2. Gets: a random job of a random owner, read with that owner's key.
-	var owners []int // those that have a job
+
+	// 2. Gets: a random job of a random owner, read with that owner's key, against the bare
+	// handler answering the same requests with the view of one of those jobs.
+	var ids, idKeys []string
 	for k, l := range byOwner {
-		r.jobsHeld += len(l)
-		if len(l) > 0 {
-			owners = append(owners, k)
+		for _, id := range l {
+			ids = append(ids, id)
+			idKeys = append(idKeys, keys[k])
 		}
 	}
-	r.jobsHeld++ // the hanging job
-	if len(owners) == 0 {
+	r.jobsHeld = len(ids) + 1 // and the hanging job
+	if len(ids) == 0 {
 		return errors.New("no job was created, so there is nothing to read")
 	}
-	r.gets, err = profiled(srv, o.profileDir, "gets", func() (throughput, error) {
-		return closedLoop(srv, o.clients, o.warmup, o.duration, func(ctx context.Context, rng *rand.Rand) error {
-			k := owners[rng.IntN(len(owners))]
-			_, err := c.get(ctx, keys[k], byOwner[k][rng.IntN(len(byOwner[k]))])
-			return err
-		})
-	})
-	if err != nil {
-		return err
-	}
-	// What the anchors copy: the same ids and keys, the view of one job as the API
-	// renders it, the size of a job row.
-	for _, k := range owners {
-		for _, id := range byOwner[k] {
-			r.anchorLoad.ids = append(r.anchorLoad.ids, id)
-			r.anchorLoad.keys = append(r.anchorLoad.keys, keys[k])
-		}
-	}
-	k := owners[0]
-	code, view, err := c.do(ctx, "GET", "/v1/jobs/"+byOwner[k][0], nil, "Authorization", "Bearer "+keys[k])
+	code, view, err := c.do(ctx, "GET", "/v1/jobs/"+ids[0], nil, "Authorization", "Bearer "+idKeys[0])
 	if err == nil && code != 200 {
 		err = fmt.Errorf("get: status %d: %.300s", code, view)
 	}
 	if err != nil {
 		return err
 	}
-	r.anchorLoad.view = view
-	r.anchorLoad.rowBytes, err = jobRowBytes(ctx, filepath.Join(dir, "chaperone.db"))
+	bare, err := startServer(childConfig{DataDir: filepath.Join(root, "bare"), Bare: view})
+	if err != nil {
+		return err
+	}
+	defer bare.Close()
+	bc := newClient(bare.URL, o.clients)
+	defer bc.close()
+	get := func(c *client) func(ctx context.Context, rng *rand.Rand) error {
+		return func(ctx context.Context, rng *rand.Rand) error {
+			i := rng.IntN(len(ids))
+			_, err := c.get(ctx, idKeys[i], ids[i])
+			return err
+		}
+	}
+	r.gets, err = profiled(srv, o.profileDir, "gets", func() (throughput, error) {
+		return alternate(o, &r.bare, func(warmup, window time.Duration) (throughput, error) {
+			return closedLoop(srv, o.clients, warmup, window, get(c))
+		}, func(warmup, window time.Duration) (throughput, error) {
+			return closedLoop(bare, o.clients, warmup, window, get(bc))
+		})
+	})
 	return err
 }
 
-// anchorPhases measures what the machine does without chaperone, under the load of the
-// busy server's phases: the bare handler with the gets' clients, ids and keys; the raw
-// commit loop with rows of a job's size, in a folder next to the store's.
-func anchorPhases(o options, r *results, dir string) error {
-	srv, err := startServer(childConfig{DataDir: dir, Bare: r.anchorLoad.view})
-	if err != nil {
-		return err
+// alternate runs o.rounds rounds of a slice of measured, then a slice of its anchor, and
+// returns the measured total, adding the anchor's into anchorTotal. The first slice of each
+// has the full warm-up; later ones a short one, their connections and caches being warm.
+func alternate(o options, anchorTotal *throughput, measured, anchor func(warmup, window time.Duration) (throughput, error)) (throughput, error) {
+	var total throughput
+	slice := o.duration / time.Duration(o.rounds)
+	warmup := o.warmup
+	for range o.rounds {
+		m, err := measured(warmup, slice)
+		if err != nil {
+			return total, err
+		}
+		total.add(m)
+		a, err := anchor(warmup, slice)
+		if err != nil {
+			return total, err
+		}
+		anchorTotal.add(a)
+		warmup = min(o.warmup, roundWarmup)
 	}
-	defer srv.Close()
-	c := newClient(srv.URL, o.clients)
-	defer c.close()
-	ids, keys := r.anchorLoad.ids, r.anchorLoad.keys
-	r.bare, err = closedLoop(srv, o.clients, o.warmup, o.duration, func(ctx context.Context, rng *rand.Rand) error {
-		i := rng.IntN(len(ids))
-		_, err := c.get(ctx, keys[i], ids[i])
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	r.commits, err = runCommitLoop(context.Background(), dir, o.synchronous, r.anchorLoad.rowBytes, o.warmup, o.duration)
-	return err
+	return total, nil
 }
+
+// roundWarmup is the warm-up of every round of alternate after the first.
+const roundWarmup = 200 * time.Millisecond
 
 func idleServerPhase(o options, r *results, dir string, limits catalog.Limits) error {
 	keys, err := makeKeys(dir, 1)
@@ -421,9 +439,9 @@ func report(out io.Writer, o options, r results) {
 	pickupOK := func(sorted []time.Duration) string { return verdict(percentile(sorted, 50) < targetPickup) }
 
 	row("#", "figure", "measured / anchor = ratio", "target", "result")
-	row("1", "durable creates (POST /v1/predictions → 202)", share(r.creates, r.commits.Result),
-		fmt.Sprintf("≥ %.2f", targetCreates), verdict(ratio(r.creates.Rate(), r.commits.Result.Rate()) >= targetCreates))
-	row("", "  anchor: raw SQLite commit loop, synchronous="+strings.ToUpper(r.commits.Synchronous), "", "", "")
+	row("1", "durable creates (POST /v1/predictions → 202)", share(r.creates, r.commits),
+		fmt.Sprintf("≥ %.2f", targetCreates), verdict(ratio(r.creates.Rate(), r.commits.Rate()) >= targetCreates))
+	row("", "  anchor: raw SQLite commit loop, synchronous="+r.synchronous, "", "", "")
 	row("", "  latency", lat(r.creates.Latencies), "", "")
 	row("2", "GET /v1/jobs/{id} (→ 200)", share(r.gets, r.bare),
 		fmt.Sprintf("≥ %.2f", targetGets), verdict(ratio(r.gets.Rate(), r.bare.Rate()) >= targetGets))
@@ -442,15 +460,18 @@ func report(out io.Writer, o options, r results) {
 	note := func(n int, format string, args ...any) {
 		fmt.Fprint(out, wrap(fmt.Sprintf("%d. ", n)+fmt.Sprintf(format, args...), 100, "   "))
 	}
+	fmt.Fprint(out, wrap(fmt.Sprintf("Each throughput phase runs in %d rounds of %s, each followed by a round of its anchor, "+
+		"so that both see the same machine while other work on it comes and goes; the first round of each has "+
+		"%s of warm-up, later ones %s.", o.rounds, o.duration/time.Duration(o.rounds), o.warmup, min(o.warmup, roundWarmup)), 100, ""))
 	note(1, "%d clients in a closed loop (each sends its next request when its last is answered), "+
-		"%s measured after %s of warm-up, each request with the API key of one of %d owners at random. "+
+		"%s measured in all, each request with the API key of one of %d owners at random. "+
 		"Each 202 is a committed SQLite transaction of the store that runs every quota check. The worker's "+
 		"only slot is busy with a job that never ends, so the jobs stay queued (about %d per owner at the "+
 		"end). %d answered, %d failed; %s.%s The anchor: one connection of this process inserting one row "+
-		"of %d bytes (a job row's mean size) per transaction and committing it, back to back, for the same "+
-		"time, into a SQLite file in WAL mode next to the store's, with synchronous=%s; %d commits, latency %s.",
-		o.clients, o.duration, o.warmup, o.owners, r.jobsHeld/o.owners, r.creates.N, r.creates.Errors, cores(r.creates), errNote(r.creates),
-		r.commits.RowBytes, strings.ToUpper(r.commits.Synchronous), r.commits.Result.N, lat(r.commits.Result.Latencies))
+		"of %d bytes (a job row's mean size) per transaction and committing it, back to back, "+
+		"into a SQLite file in WAL mode next to the store's, with synchronous=%s; %d commits, latency %s.",
+		o.clients, o.duration, o.owners, r.jobsHeld/o.owners, r.creates.N, r.creates.Errors, cores(r.creates), errNote(r.creates),
+		r.rowBytes, r.synchronous, r.commits.N, lat(r.commits.Latencies))
 	note(2, "The same clients, each GET a random job of a random owner (with that owner's key) among the "+
 		"%d jobs the store then holds; each request checks the key and reads the row. %d answered, %d failed; %s.%s "+
 		"The anchor: a net/http server in a child process of its own that answers the same requests (same "+
