@@ -9,6 +9,9 @@ build:
 test:
 	$(GO) test ./...
 
-# BENCHFLAGS passes flags to the benchmark, e.g. make bench BENCHFLAGS="-duration 10s".
+# make bench measures the server against anchors run on this machine in the same run (a bare
+# Go JSON handler, a raw SQLite commit loop) and holds 10,000 long-polls, which needs an
+# open-files limit (ulimit -n) above 10,300; it takes under a minute. BENCHFLAGS passes flags
+# to it, e.g. make bench BENCHFLAGS="-duration 10s -waiters 2000".
 bench:
 	$(GO) run ./cmd/chaperone-bench $(BENCHFLAGS)

@@ -7,17 +7,14 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chaperone-bio/chaperone/artifact"
-	artifactfs "github.com/chaperone-bio/chaperone/artifact/fs"
 	"github.com/chaperone-bio/chaperone/catalog"
 	"github.com/chaperone-bio/chaperone/job"
 	"github.com/chaperone-bio/chaperone/store"
-	"github.com/chaperone-bio/chaperone/store/sqlite"
 )
 
 // hangUpStore ends the request, as a client that hangs up would, right after a write has
@@ -44,42 +41,8 @@ var testOwner = job.Owner{Kind: job.OwnerIP, ID: "192.0.2.1"}
 func TestFilesOfRemovedJobsGoEvenWhenTheCallerHangsUp(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dir := t.TempDir()
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	arts, err := artifactfs.Open(filepath.Join(dir, "artifacts"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { arts.Close() })
-	now := time.Now()
-	if err := st.PutWorker(ctx, store.Worker{ID: "w", Models: []string{catalog.DefaultPredictModel}, Slots: 1, SeenAt: now}); err != nil {
-		t.Fatal(err)
-	}
-	// finished makes a succeeded job of testOwner with a result file.
-	finished := func() string {
-		t.Helper()
-		j := &job.Job{ID: job.NewID(), Owner: testOwner, Kind: job.PredictKind, Model: "boltz2", RunModel: "boltz2",
-			Status: job.Queued, CreatedAt: now, Total: 1}
-		if _, err := st.CreateJob(ctx, j, store.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		l, err := st.LeaseJob(ctx, store.LeaseRequest{WorkerID: "w", Models: []string{"boltz2"}, Now: now, LeaseUntil: now.Add(time.Minute)})
-		if err != nil || l == nil || l.ID != j.ID {
-			t.Fatalf("lease: %v, %v", l, err)
-		}
-		if err := arts.Put(ctx, j.ID, 1, "t1.cif", strings.NewReader("data_t1\n")); err != nil {
-			t.Fatal(err)
-		}
-		res := &job.Results{Artifacts: []job.Artifact{{Path: "t1.cif", Target: "t1", Type: job.ArtifactStructure}}}
-		if err := st.CompleteJob(ctx, j.ID, 1, store.Outcome{Status: job.Succeeded, Results: res, Now: now}); err != nil {
-			t.Fatal(err)
-		}
-		return j.ID
-	}
+	st, arts := testStores(t)
+	finished := func() string { return succeededJob(t, st, arts, "data_t1\n") }
 	// serve runs one request that the caller abandons once the store has removed the jobs.
 	serve := func(limits catalog.Limits, method, path, body string) *httptest.ResponseRecorder {
 		t.Helper()

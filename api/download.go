@@ -2,9 +2,10 @@ package api
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -18,13 +19,16 @@ type download struct {
 	etag string
 	// modified is sent as Last-Modified; zero when there is none.
 	modified time.Time
-	// size reports the length in bytes. It is always called for a range request; for a
-	// whole response only when sizeIsCheap, to send Content-Length. (The archive learns its
-	// size only by building itself once.)
-	size        func() (int64, error)
-	sizeIsCheap bool
-	// write copies n bytes starting at offset off to w; n < 0 means to the end.
-	write func(w io.Writer, off, n int64) error
+
+	// A file has a size known up front and is read from any offset: section copies n
+	// bytes starting at offset off to w, n < 0 meaning to the end.
+	size    int64
+	section func(w io.Writer, off, n int64) error
+
+	// A built representation (the archive) learns its size only by being produced, which
+	// is costly: stream, when set, produces it whole into w, and a range of it is cut from
+	// a single production spooled to a temporary file.
+	stream func(w io.Writer) error
 }
 
 // serveDownload answers a GET or HEAD of d: the preconditions of RFC 9110 §13.2.2
@@ -67,24 +71,29 @@ func (s *Server) serveDownload(w http.ResponseWriter, r *http.Request, jobID str
 		ranged = false
 	}
 	if !ranged {
-		if d.sizeIsCheap {
-			n, err := d.size()
-			if err != nil {
-				s.writeError(w, r, err)
-				return
-			}
-			h.Set("Content-Length", strconv.FormatInt(n, 10))
+		if d.stream == nil {
+			h.Set("Content-Length", strconv.FormatInt(d.size, 10))
 		}
 		w.WriteHeader(http.StatusOK)
-		if r.Method != http.MethodHead {
-			s.finishDownload(ctx, jobID, d.write(w, 0, -1))
+		if r.Method == http.MethodHead {
+			return
+		}
+		if d.stream != nil {
+			s.finishDownload(ctx, jobID, d.stream(w))
+		} else {
+			s.finishDownload(ctx, jobID, d.section(w, 0, -1))
 		}
 		return
 	}
-	size, err := d.size()
-	if err != nil {
-		s.writeError(w, r, err)
-		return
+	size, section := d.size, d.section
+	if d.stream != nil {
+		spooled, err := spool(d.stream, spec.keepFrom(), r.Method != http.MethodHead)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		defer spooled.close()
+		size, section = spooled.size, spooled.section
 	}
 	start, end, ok := spec.resolve(size)
 	if !ok {
@@ -96,7 +105,54 @@ func (s *Server) serveDownload(w http.ResponseWriter, r *http.Request, jobID str
 	h.Set("Content-Length", strconv.FormatInt(end-start+1, 10))
 	w.WriteHeader(http.StatusPartialContent)
 	if r.Method != http.MethodHead {
-		s.finishDownload(ctx, jobID, d.write(w, start, end-start+1))
+		s.finishDownload(ctx, jobID, section(w, start, end-start+1))
+	}
+}
+
+// spooled is one production of a built representation, of which the bytes from offset
+// from onwards were kept in a temporary file.
+type spooled struct {
+	size int64
+	from int64
+	file *os.File // nil when nothing was kept
+}
+
+// spool produces a built representation once, to learn its size, keeping its bytes from
+// offset from onwards (if keep) so that a range starting there is served from them
+// instead of from a second production.
+func spool(stream func(io.Writer) error, from int64, keep bool) (*spooled, error) {
+	sp := &spooled{from: from}
+	tail := &tailWriter{w: io.Discard, from: from}
+	if keep {
+		f, err := os.CreateTemp("", "chaperone-range-*")
+		if err != nil {
+			return nil, err
+		}
+		sp.file = f
+		tail.w = f
+	}
+	if err := stream(tail); err != nil {
+		sp.close()
+		return nil, err
+	}
+	sp.size = tail.n
+	return sp, nil
+}
+
+// section copies n bytes from offset off of the representation, which must lie within
+// what was kept.
+func (sp *spooled) section(w io.Writer, off, n int64) error {
+	if sp.file == nil || off < sp.from {
+		return fmt.Errorf("spooled range: offset %d is before the kept bytes (from %d)", off, sp.from)
+	}
+	_, err := io.Copy(w, io.NewSectionReader(sp.file, off-sp.from, n))
+	return err
+}
+
+func (sp *spooled) close() {
+	if sp.file != nil {
+		sp.file.Close()
+		os.Remove(sp.file.Name())
 	}
 }
 
@@ -213,6 +269,10 @@ func singleRange(v string) (byteRange, bool) {
 	return byteRange{first: first, last: last}, true
 }
 
+// keepFrom is the first offset the range can ask for before the size is known: its start,
+// or 0 for a suffix, which may be the whole representation.
+func (br byteRange) keepFrom() int64 { return max(br.first, 0) }
+
 // resolve turns the range into inclusive offsets within size bytes; false when it is not
 // satisfiable (it starts at or past the end, or asks for an empty suffix).
 func (br byteRange) resolve(size int64) (start, end int64, ok bool) {
@@ -232,45 +292,19 @@ func (br byteRange) resolve(size int64) (start, end int64, ok bool) {
 	return br.first, end, true
 }
 
-// sectionWriter passes on bytes off..off+n-1 of what is written to it and discards the
-// rest; once the section is complete it fails the write with errSectionDone, which stops
-// whoever generates the stream (the archive) from doing work nobody reads.
-type sectionWriter struct {
+// tailWriter counts what is written to it and passes on the bytes from offset from onwards.
+type tailWriter struct {
 	w    io.Writer
-	skip int64 // bytes still to discard
-	left int64 // bytes still to pass on; < 0 means no limit
+	from int64
+	n    int64 // bytes written so far
 }
 
-var errSectionDone = errors.New("section complete")
-
-func (s *sectionWriter) Write(p []byte) (int, error) {
-	n := len(p)
-	if s.skip > 0 {
-		k := min(s.skip, int64(len(p)))
-		s.skip -= k
-		p = p[k:]
-	}
-	if s.left >= 0 && int64(len(p)) > s.left {
-		p = p[:s.left]
-	}
-	if len(p) > 0 {
-		if _, err := s.w.Write(p); err != nil {
+func (t *tailWriter) Write(p []byte) (int, error) {
+	if skip := t.from - t.n; skip < int64(len(p)) {
+		if _, err := t.w.Write(p[max(skip, 0):]); err != nil {
 			return 0, err
 		}
-		if s.left > 0 {
-			s.left -= int64(len(p))
-		}
 	}
-	if s.left == 0 {
-		return n, errSectionDone
-	}
-	return n, nil
-}
-
-// byteCounter counts what is written to it.
-type byteCounter int64
-
-func (c *byteCounter) Write(p []byte) (int, error) {
-	*c += byteCounter(len(p))
+	t.n += int64(len(p))
 	return len(p), nil
 }

@@ -126,14 +126,15 @@ func (s *Server) answerCreate(w http.ResponseWriter, r *http.Request, j *job.Job
 	sum := store.SummaryOf(j)
 	view := jobView(sum)
 	w.Header().Set("Location", "/v1/jobs/"+j.ID)
-	final, held, err := s.hold(r, sum)
-	if err == nil {
-		view = jobView(final)
-	}
-	if held {
-		w.Header().Set("Preference-Applied", "wait")
-	}
-	writeJSON(w, status, view)
+	s.hold(w, r, sum, func(w http.ResponseWriter, r *http.Request, final *store.JobSummary, held bool, err error) {
+		if err == nil {
+			view = jobView(final)
+		}
+		if held {
+			w.Header().Set("Preference-Applied", "wait")
+		}
+		writeJSON(w, status, view)
+	})
 }
 
 // bodyReadTimeout bounds how long a client may take to send a create's body, so a client
@@ -288,31 +289,16 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	final, held, err := s.hold(r, j)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if held {
-		w.Header().Set("Preference-Applied", "wait")
-	}
-	writeJSON(w, http.StatusOK, jobView(final))
-}
-
-// hold honours Prefer: wait: it returns as soon as the job is terminal, or when the hold
-// ends, with the job as it stands then. It is woken by store notifications, never by
-// polling.
-func (s *Server) hold(r *http.Request, j *store.JobSummary) (*store.JobSummary, bool, error) {
-	d, ok := preferWait(r.Header.Values("Prefer"), s.cat.Limits.WaitDefaultSeconds, s.cat.Limits.WaitMaxSeconds)
-	if !ok {
-		return j, false, nil
-	}
-	if j.Status.Terminal() {
-		return j, true, nil
-	}
-	s.finishes.wait(r.Context(), j.ID, d)
-	cur, err := s.store.GetJobSummary(context.WithoutCancel(r.Context()), j.ID)
-	return cur, true, err
+	s.hold(w, r, j, func(w http.ResponseWriter, r *http.Request, final *store.JobSummary, held bool, err error) {
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if held {
+			w.Header().Set("Preference-Applied", "wait")
+		}
+		writeJSON(w, http.StatusOK, jobView(final))
+	})
 }
 
 // preferWait reads Prefer: wait (RFC 7240) as decisions say: bare wait holds def seconds,

@@ -32,7 +32,11 @@ func newMetrics(s *Server) *metrics {
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"method", "route"}),
 	}
-	m.registry.MustRegister(m.requests, m.latency, &stateCollector{s: s},
+	held := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "chaperone_held_requests",
+		Help: "Requests held open by Prefer: wait.",
+	}, func() float64 { return float64(s.holding.Load()) })
+	m.registry.MustRegister(m.requests, m.latency, held, &stateCollector{s: s},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

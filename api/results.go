@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -108,7 +107,7 @@ func (s *Server) archive(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/zip")
 	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": j.ID + ".zip"}))
-	s.serveDownload(w, r, j.ID, download{etag: a.etag, modified: j.FinishedAt, size: a.size, write: a.write})
+	s.serveDownload(w, r, j.ID, download{etag: a.etag, modified: j.FinishedAt, stream: a.write})
 }
 
 // archiveFormat names the way archives are built. Anything that changes their bytes for
@@ -121,7 +120,8 @@ const archiveFormat = "chaperone-zip-1"
 // artifacts in that order, every entry dated at the job's finish, and the log cut at the
 // length it had when the ETag was made. That is what lets a range request (a resumed
 // download) be answered by building the archive again and skipping to the offset, and
-// lets the ETag promise the same bytes to every request that presents it.
+// lets the ETag promise the same bytes to every request that presents it. A range is cut
+// from one build (see serveDownload), never from a build to measure and another to send.
 type jobArchive struct {
 	ctx     context.Context
 	entries []artifact.ZipEntry
@@ -183,20 +183,7 @@ func (s *Server) newArchive(ctx context.Context, j *job.Job) (*jobArchive, error
 	return &jobArchive{ctx: ctx, entries: entries, etag: fmt.Sprintf(`"%x"`, h.Sum(nil)[:16])}, nil
 }
 
-// size builds the archive once, to learn its length, which a 206 must state.
-func (a *jobArchive) size() (int64, error) {
-	var n byteCounter
-	err := artifact.WriteZip(a.ctx, &n, a.entries)
-	return int64(n), err
-}
-
-func (a *jobArchive) write(w io.Writer, off, n int64) error {
-	err := artifact.WriteZip(a.ctx, &sectionWriter{w: w, skip: off, left: n}, a.entries)
-	if errors.Is(err, errSectionDone) {
-		return nil
-	}
-	return err
-}
+func (a *jobArchive) write(w io.Writer) error { return artifact.WriteZip(a.ctx, w, a.entries) }
 
 func (s *Server) artifact(w http.ResponseWriter, r *http.Request) {
 	j, ok := s.readyJob(w, r)
@@ -230,11 +217,10 @@ func (s *Server) artifact(w http.ResponseWriter, r *http.Request) {
 // fileDownload serves an open file of known size.
 func fileDownload(ctx context.Context, f io.ReadSeeker, size int64, etag string, modified time.Time) download {
 	return download{
-		etag:        etag,
-		modified:    modified,
-		size:        func() (int64, error) { return size, nil },
-		sizeIsCheap: true,
-		write: func(w io.Writer, off, n int64) error {
+		etag:     etag,
+		modified: modified,
+		size:     size,
+		section: func(w io.Writer, off, n int64) error {
 			if _, err := f.Seek(off, io.SeekStart); err != nil {
 				return err
 			}

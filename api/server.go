@@ -1,8 +1,8 @@
 // Package api is chaperone's HTTP interface: the v1 job API of spec/interface.md as
 // spec/decisions.md settles it, with problem+json errors, ownership by key, session or
-// client IP, long-poll waits woken by store notifications, idempotent creates, and
-// Prometheus metrics. It speaks to the rest of chaperone only through the store, artifact
-// and catalog packages.
+// client IP, long-poll waits woken by store notifications (held outside net/http, see
+// detach.go), idempotent creates, and Prometheus metrics. It speaks to the rest of
+// chaperone only through the store, artifact and catalog packages.
 package api
 
 import (
@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/chaperone-bio/chaperone/artifact"
@@ -63,6 +64,8 @@ type Server struct {
 	mux            *http.ServeMux
 	metrics        *metrics
 	finishes       *finishWatch
+	detached       detachedHolds
+	holding        atomic.Int64 // requests held by Prefer: wait, detached or not
 }
 
 // New builds the server.
@@ -122,21 +125,14 @@ func (s *Server) routes() {
 // ServeHTTP adds a request id, recovers panics, records metrics, and turns the mux's own
 // plain-text 404 and 405 into problems.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	id := newRequestID()
-	r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
-	w.Header().Set("X-Request-Id", id)
+	info := &requestInfo{id: newRequestID(), start: time.Now()}
+	r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
+	w.Header().Set("X-Request-Id", info.id)
 	rec := &statusRecorder{ResponseWriter: w}
 	defer func() {
-		route := r.Pattern
-		if route == "" {
-			route = "unmatched"
+		if !info.detached { // a detached hold records its request when it answers
+			s.record(r, info, rec.status())
 		}
-		elapsed := time.Since(start)
-		s.metrics.observe(r.Method, route, rec.status(), elapsed)
-		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("request_id", id),
-			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("route", route),
-			slog.Int("status", rec.status()), slog.Float64("ms", float64(elapsed.Microseconds())/1000))
 	}()
 	defer s.recoverPanic(rec, r)
 
@@ -146,6 +142,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mux.ServeHTTP(rec, r)
+}
+
+// record counts a request in the metrics and writes its access-log line.
+func (s *Server) record(r *http.Request, info *requestInfo, status int) {
+	route := r.Pattern
+	if route == "" {
+		route = "unmatched"
+	}
+	elapsed := time.Since(info.start)
+	s.metrics.observe(r.Method, route, status, elapsed)
+	s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("request_id", info.id),
+		slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("route", route),
+		slog.Int("status", status), slog.Float64("ms", float64(elapsed.Microseconds())/1000))
 }
 
 // unmatched answers a request no route took. The mux knows whether the path exists under
@@ -201,7 +210,14 @@ func (r *statusRecorder) status() int {
 	return r.code
 }
 
-type requestIDKey struct{}
+type requestInfoKey struct{}
+
+// requestInfo is what ServeHTTP knows of a request, in its context.
+type requestInfo struct {
+	id       string
+	start    time.Time
+	detached bool // its hold was taken from net/http, which answers it later (detach.go)
+}
 
 func newRequestID() string {
 	var b [8]byte
@@ -210,8 +226,10 @@ func newRequestID() string {
 }
 
 func requestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
+	if info, ok := ctx.Value(requestInfoKey{}).(*requestInfo); ok {
+		return info.id
+	}
+	return ""
 }
 
 // publicBase is the base URL of problem types.

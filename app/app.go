@@ -162,6 +162,8 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 	}
+	// Held long-polls leave net/http while they wait, and come back through this listener.
+	ln = srv.Listener(ln)
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	a := &App{
 		URL:       "http://" + ln.Addr().String(),
@@ -224,13 +226,16 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 // Err delivers a failure of the HTTP server or the worker.
 func (a *App) Err() <-chan error { return a.errs }
 
-// Close stops serving: the worker hands back running jobs and open requests get a few
-// seconds to finish. The stores stay open: they are the caller's to close, after Close.
+// Close stops serving: held long-polls are answered, the worker hands back running jobs,
+// and open requests get a few seconds to finish. The stores stay open: they are the
+// caller's to close, after Close.
 func (a *App) Close() error {
 	var err error
 	a.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
+		// Shutdown does not see the long-polls held outside net/http: answer them first.
+		a.API.EndHolds(ctx)
 		err = a.http.Shutdown(ctx)
 		if err != nil {
 			a.http.Close()

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -113,6 +115,20 @@ type throughput struct {
 }
 
 func (t throughput) Rate() float64 { return float64(t.N) / t.Window.Seconds() }
+
+// add counts u, another window of the same load, into t.
+func (t *throughput) add(u throughput) {
+	t.N += u.N
+	t.Errors += u.Errors
+	if t.FirstErr == nil {
+		t.FirstErr = u.FirstErr
+	}
+	t.Window += u.Window
+	t.Latencies = append(t.Latencies, u.Latencies...)
+	slices.Sort(t.Latencies)
+	t.ServerCPU += u.ServerCPU
+	t.ClientCPU += u.ClientCPU
+}
 
 // closedLoop runs clients goroutines, each calling op back to back, for warmup and then
 // for the measured window; only requests that start and end inside the window count.
@@ -325,22 +341,21 @@ func holdWaiters(srv *server, key, id string, n int, hold time.Duration, profile
 	})
 	defer stop()
 
-	// Every held request has at least one goroutine of its own on the server (its
-	// connection's); wait until they are all there and the count has settled.
+	// Wait until the server holds them all, as its metrics say.
+	metrics := newClient(srv.URL, 1)
+	defer metrics.close()
 	deadline := time.Now().Add(30 * time.Second)
-	prev := -1
 	for {
-		st, err := srv.Stats()
+		held, err := heldRequests(metrics)
 		if err != nil {
 			return w, err
 		}
-		if st.Goroutines >= before.Goroutines+n && st.Goroutines == prev {
+		if held >= n {
 			break
 		}
 		if time.Now().After(deadline) {
-			return w, fmt.Errorf("only %d of %d waiters reached the server", st.Goroutines-before.Goroutines, n)
+			return w, fmt.Errorf("only %d of %d waiters reached the server", held, n)
 		}
-		prev = st.Goroutines
 		time.Sleep(250 * time.Millisecond)
 	}
 	if profileDir != "" {
@@ -373,15 +388,33 @@ func holdWaiters(srv *server, key, id string, n int, hold time.Duration, profile
 	}
 	stop() // w.Early is final once every waiter has returned
 	for range 40 {
-		st, err := srv.Stats()
+		held, err := heldRequests(metrics)
 		if err != nil {
 			return w, err
 		}
-		if st.Goroutines <= w.Before.Goroutines {
+		if held == 0 {
 			break
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
 	w.After, err = srv.Mem()
 	return w, err
+}
+
+// heldRequests reads from the server's metrics how many requests it holds.
+func heldRequests(c *client) (int, error) {
+	code, b, err := c.do(context.Background(), http.MethodGet, "/metrics", nil)
+	if err == nil && code != http.StatusOK {
+		err = fmt.Errorf("metrics: status %d", code)
+	}
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "chaperone_held_requests "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return int(f), err
+		}
+	}
+	return 0, errors.New("the server's metrics have no chaperone_held_requests")
 }

@@ -41,6 +41,9 @@ type childConfig struct {
 	Slots    int            `json:"slots"`
 	Limits   catalog.Limits `json:"limits"`
 	LogLevel slog.Level     `json:"log_level"`
+	// Bare, when set, makes the process the bare JSON handler serving this job view
+	// instead of a chaperone server (the anchor of the reads).
+	Bare json.RawMessage `json:"bare,omitempty"`
 }
 
 // serverStats is a server process's own account of itself.
@@ -85,29 +88,12 @@ func serveChild(raw string) {
 	log := slog.New(slog.NewMultiHandler(
 		slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: cfg.LogLevel}),
 		slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	stores, err := app.OpenStores(context.Background(), cfg.DataDir)
+	url, closeServer, err := startChild(cfg, log)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench server:", err)
 		os.Exit(1)
 	}
-	defer stores.Close()
-	a, err := app.Start(context.Background(), app.Config{
-		Store:     stores.Jobs,
-		Artifacts: stores.Artifacts,
-		Addr:      "127.0.0.1:0",
-		DataDir:   cfg.DataDir,
-		Version:   "bench",
-		Logger:    log,
-		Limits:    cfg.Limits,
-		Engines:   []engine.Engine{enginetest.New(benchModels...)},
-		Slots:     cfg.Slots,
-		WorkerID:  "bench-worker",
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench server:", err)
-		os.Exit(1)
-	}
-	fmt.Println(a.URL)
+	fmt.Println(url)
 
 	out := json.NewEncoder(os.Stdout)
 	in := bufio.NewScanner(os.Stdin)
@@ -151,9 +137,38 @@ func serveChild(raw string) {
 		}
 		_ = out.Encode(st)
 	}
-	if err := a.Close(); err != nil {
+	if err := closeServer(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench server: closing:", err)
 	}
+}
+
+// startChild starts what cfg asks for: the bare handler, or a chaperone server with the
+// test engine.
+func startChild(cfg childConfig, log *slog.Logger) (string, func() error, error) {
+	if cfg.Bare != nil {
+		return serveBare(cfg.Bare)
+	}
+	stores, err := app.OpenStores(context.Background(), cfg.DataDir)
+	if err != nil {
+		return "", nil, err
+	}
+	a, err := app.Start(context.Background(), app.Config{
+		Store:     stores.Jobs,
+		Artifacts: stores.Artifacts,
+		Addr:      "127.0.0.1:0",
+		DataDir:   cfg.DataDir,
+		Version:   "bench",
+		Logger:    log,
+		Limits:    cfg.Limits,
+		Engines:   []engine.Engine{enginetest.New(benchModels...)},
+		Slots:     cfg.Slots,
+		WorkerID:  "bench-worker",
+	})
+	if err != nil {
+		stores.Close()
+		return "", nil, err
+	}
+	return a.URL, func() error { return errors.Join(a.Close(), stores.Close()) }, nil
 }
 
 func selfStats() serverStats {
