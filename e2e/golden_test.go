@@ -61,6 +61,19 @@ func firstDifference(want, got string) string {
 	return ""
 }
 
+// TestGoldenOpenAPI: GET /v1/openapi.json serves api/openapi.json byte for byte, so that
+// file is the golden file of the served document: the server never builds or edits it, and
+// a change to what it serves is a change to that file, reviewed as its diff.
+func TestGoldenOpenAPI(t *testing.T) {
+	t.Parallel()
+	want, err := os.ReadFile(filepath.Join("..", "api", "openapi.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := startServer(t).get("/v1/openapi.json").expect(http.StatusOK).Body
+	mustf(t, bytes.Equal(got, want), "GET /v1/openapi.json differs from api/openapi.json:\n%s", firstDifference(string(want), string(got)))
+}
+
 // TestGoldenCatalog: the catalog as GET /v1/models serves it (indented for review) and as
 // chaperone models prints it.
 func TestGoldenCatalog(t *testing.T) {
