@@ -12,7 +12,8 @@ import (
 // language. Together they cover every feature that the examples/ folder of Boltz
 // (github.com/jwohlwend/boltz) shows:
 //
-//	prot.yaml, prot.fasta          one protein chain: protein.yaml, boltz_headers.fasta
+//	prot.yaml, prot.fasta          one protein chain: protein.yaml, and in FASTA with
+//	                               Boltz's headers boltz_headers.fasta
 //	prot_no_msa.yaml               msa: empty: single_sequence.yaml, cyclic_peptide.yaml
 //	prot_custom_msa.yaml           a custom MSA: inline_msa.yaml, paired_msa.yaml (content,
 //	                               where Boltz names a file; a file name is msa_path.yaml)
@@ -30,33 +31,33 @@ import (
 
 // Features an input can show, as featuresOf finds them in the parsed complex.
 const (
-	plainFASTA     = "plain FASTA"
-	headerFASTA    = "FASTA with Boltz headers"
-	proteinYAML    = "YAML of proteins only"
-	copies         = "copies of an entity"
-	heteromer      = "different protein chains"
-	dnaChain       = "DNA"
-	rnaChain       = "RNA"
-	ccdLigand      = "ligand by CCD code"
-	smilesLigand   = "ligand by SMILES"
-	a3mMSA         = "inline A3M alignment"
-	csvMSA         = "inline CSV alignment"
-	noMSA          = "msa: empty"
-	pocketRule     = "pocket constraint"
-	contactRule    = "contact constraint"
-	bondRule       = "bond constraint"
-	cyclicChain    = "cyclic chain"
-	modification   = "modified residue"
-	affinityBinder = "affinity with a binder"
-	cifTemplate    = "mmCIF template as content"
-	pdbTemplate    = "PDB template as content"
-	forcedTemplate = "forced template with a threshold"
+	showsPlainFASTA     = "plain FASTA"
+	showsHeaderFASTA    = "FASTA with Boltz headers"
+	showsProteinYAML    = "YAML of proteins only"
+	showsCopies         = "copies of an entity"
+	showsHeteromer      = "different protein chains"
+	showsDNA            = "DNA"
+	showsRNA            = "RNA"
+	showsCCD            = "ligand by CCD code"
+	showsSMILES         = "ligand by SMILES"
+	showsA3M            = "inline A3M alignment"
+	showsCSV            = "inline CSV alignment"
+	showsNoMSA          = "msa: empty"
+	showsPocket         = "pocket constraint"
+	showsContact        = "contact constraint"
+	showsBond           = "bond constraint"
+	showsCyclic         = "cyclic chain"
+	showsModification   = "modified residue"
+	showsAffinity       = "affinity with a binder"
+	showsCIFTemplate    = "mmCIF template as content"
+	showsPDBTemplate    = "PDB template as content"
+	showsForcedTemplate = "forced template with a threshold"
 )
 
 // allFeatures lists the features in the order featuresOf reports them.
-var allFeatures = []string{plainFASTA, headerFASTA, proteinYAML, copies, heteromer, dnaChain, rnaChain,
-	ccdLigand, smilesLigand, a3mMSA, csvMSA, noMSA, pocketRule, contactRule, bondRule,
-	cyclicChain, modification, affinityBinder, cifTemplate, pdbTemplate, forcedTemplate}
+var allFeatures = []string{showsPlainFASTA, showsHeaderFASTA, showsProteinYAML, showsCopies, showsHeteromer, showsDNA, showsRNA,
+	showsCCD, showsSMILES, showsA3M, showsCSV, showsNoMSA, showsPocket, showsContact, showsBond,
+	showsCyclic, showsModification, showsAffinity, showsCIFTemplate, showsPDBTemplate, showsForcedTemplate}
 
 // featuresOf lists the features that a complex read from file shows, in the order of
 // allFeatures. A FASTA file shows Boltz's headers when it holds anything a plain FASTA
@@ -70,32 +71,32 @@ func featuresOf(file string, c *Complex) []string {
 		if e.Kind == Protein {
 			proteins++
 		}
-		has[copies] = has[copies] || len(e.IDs) > 1
-		has[dnaChain] = has[dnaChain] || e.Kind == DNA
-		has[rnaChain] = has[rnaChain] || e.Kind == RNA
-		has[ccdLigand] = has[ccdLigand] || len(e.CCD) > 0
-		has[smilesLigand] = has[smilesLigand] || e.SMILES != ""
-		has[a3mMSA] = has[a3mMSA] || e.MSA.Source == MSAInline && e.MSA.Format == A3M
-		has[csvMSA] = has[csvMSA] || e.MSA.Source == MSAInline && e.MSA.Format == CSV
-		has[noMSA] = has[noMSA] || e.MSA.Source == MSANone
-		has[cyclicChain] = has[cyclicChain] || e.Cyclic
-		has[modification] = has[modification] || len(e.Modifications) > 0
+		has[showsCopies] = has[showsCopies] || len(e.IDs) > 1
+		has[showsDNA] = has[showsDNA] || e.Kind == DNA
+		has[showsRNA] = has[showsRNA] || e.Kind == RNA
+		has[showsCCD] = has[showsCCD] || len(e.CCD) > 0
+		has[showsSMILES] = has[showsSMILES] || e.SMILES != ""
+		has[showsA3M] = has[showsA3M] || e.MSA.Source == MSAInline && e.MSA.Format == A3M
+		has[showsCSV] = has[showsCSV] || e.MSA.Source == MSAInline && e.MSA.Format == CSV
+		has[showsNoMSA] = has[showsNoMSA] || e.MSA.Source == MSANone
+		has[showsCyclic] = has[showsCyclic] || e.Cyclic
+		has[showsModification] = has[showsModification] || len(e.Modifications) > 0
 	}
 	fasta := filepath.Ext(file) == ".fasta"
-	has[plainFASTA] = fasta && !headers
-	has[headerFASTA] = fasta && headers
-	has[proteinYAML] = !fasta && proteinsOnly
-	has[heteromer] = proteins > 1
+	has[showsPlainFASTA] = fasta && !headers
+	has[showsHeaderFASTA] = fasta && headers
+	has[showsProteinYAML] = !fasta && proteinsOnly
+	has[showsHeteromer] = proteins > 1
 	for _, k := range c.Constraints {
-		has[pocketRule] = has[pocketRule] || k.Pocket != nil
-		has[contactRule] = has[contactRule] || k.Contact != nil
-		has[bondRule] = has[bondRule] || k.Bond != nil
+		has[showsPocket] = has[showsPocket] || k.Pocket != nil
+		has[showsContact] = has[showsContact] || k.Contact != nil
+		has[showsBond] = has[showsBond] || k.Bond != nil
 	}
-	has[affinityBinder] = c.Affinity != nil && c.Affinity.Binder != ""
+	has[showsAffinity] = c.Affinity != nil && c.Affinity.Binder != ""
 	for _, t := range c.Templates {
-		has[cifTemplate] = has[cifTemplate] || t.Format == MMCIF && t.Text != ""
-		has[pdbTemplate] = has[pdbTemplate] || t.Format == PDB && t.Text != ""
-		has[forcedTemplate] = has[forcedTemplate] || t.Force && t.Threshold > 0
+		has[showsCIFTemplate] = has[showsCIFTemplate] || t.Format == MMCIF && t.Text != ""
+		has[showsPDBTemplate] = has[showsPDBTemplate] || t.Format == PDB && t.Text != ""
+		has[showsForcedTemplate] = has[showsForcedTemplate] || t.Force && t.Threshold > 0
 	}
 	var list []string
 	for _, f := range allFeatures {
@@ -114,22 +115,22 @@ var inputExamples = []struct {
 	features         []string
 	refusedFor       string
 }{
-	{file: "plain.fasta", chains: 2, residues: 62 + 29, features: []string{plainFASTA, heteromer}},
+	{file: "plain.fasta", chains: 2, residues: 62 + 29, features: []string{showsPlainFASTA, showsHeteromer}},
 	{file: "boltz_headers.fasta", chains: 6, residues: 45 + 14 + 12 + 12 + 1 + 1,
-		features: []string{headerFASTA, heteromer, dnaChain, rnaChain, ccdLigand, smilesLigand, noMSA}},
-	{file: "protein.yaml", chains: 1, residues: 58, features: []string{proteinYAML}},
-	{file: "multimer.yaml", chains: 3, residues: 2*34 + 33, features: []string{proteinYAML, copies, heteromer}},
-	{file: "ligands.yaml", chains: 6, residues: 2*43 + 2 + 2, features: []string{copies, ccdLigand, smilesLigand}},
-	{file: "inline_msa.yaml", chains: 1, residues: 20, features: []string{proteinYAML, a3mMSA}},
-	{file: "paired_msa.yaml", chains: 2, residues: 11 + 10, features: []string{proteinYAML, heteromer, csvMSA}},
-	{file: "single_sequence.yaml", chains: 2, residues: 27 + 17, features: []string{proteinYAML, heteromer, noMSA}},
-	{file: "pocket_contact.yaml", chains: 2, residues: 50 + 1, features: []string{ccdLigand, pocketRule, contactRule}},
-	{file: "covalent_bond.yaml", chains: 2, residues: 22 + 1, features: []string{ccdLigand, bondRule}},
-	{file: "cyclic_peptide.yaml", chains: 1, residues: 10, features: []string{proteinYAML, noMSA, cyclicChain}},
-	{file: "modified_residues.yaml", chains: 2, residues: 13 + 10, features: []string{rnaChain, modification}},
-	{file: "affinity.yaml", chains: 2, residues: 37 + 1, features: []string{smilesLigand, affinityBinder}},
+		features: []string{showsHeaderFASTA, showsHeteromer, showsDNA, showsRNA, showsCCD, showsSMILES, showsNoMSA}},
+	{file: "protein.yaml", chains: 1, residues: 58, features: []string{showsProteinYAML}},
+	{file: "multimer.yaml", chains: 3, residues: 2*34 + 33, features: []string{showsProteinYAML, showsCopies, showsHeteromer}},
+	{file: "ligands.yaml", chains: 6, residues: 2*43 + 2 + 2, features: []string{showsCopies, showsCCD, showsSMILES}},
+	{file: "inline_msa.yaml", chains: 1, residues: 20, features: []string{showsProteinYAML, showsA3M}},
+	{file: "paired_msa.yaml", chains: 2, residues: 11 + 10, features: []string{showsProteinYAML, showsHeteromer, showsCSV}},
+	{file: "single_sequence.yaml", chains: 2, residues: 27 + 17, features: []string{showsProteinYAML, showsHeteromer, showsNoMSA}},
+	{file: "pocket_contact.yaml", chains: 2, residues: 50 + 1, features: []string{showsCCD, showsPocket, showsContact}},
+	{file: "covalent_bond.yaml", chains: 2, residues: 22 + 1, features: []string{showsCCD, showsBond}},
+	{file: "cyclic_peptide.yaml", chains: 1, residues: 10, features: []string{showsProteinYAML, showsNoMSA, showsCyclic}},
+	{file: "modified_residues.yaml", chains: 2, residues: 13 + 10, features: []string{showsRNA, showsModification}},
+	{file: "affinity.yaml", chains: 2, residues: 37 + 1, features: []string{showsSMILES, showsAffinity}},
 	{file: "templates.yaml", chains: 3, residues: 2*4 + 3,
-		features: []string{proteinYAML, copies, heteromer, cifTemplate, pdbTemplate, forcedTemplate}},
+		features: []string{showsProteinYAML, showsCopies, showsHeteromer, showsCIFTemplate, showsPDBTemplate, showsForcedTemplate}},
 	{file: "msa_path.yaml", refusedFor: `line 6, column 12: sequences[0].protein.msa: "alignments/kinase.a3m" is a path to a file, and the service never reads files on the server`},
 	{file: "msa_path.fasta", refusedFor: `line 1: header >A|protein|alignments/kinase.a3m: the MSA field "alignments/kinase.a3m" is a path to a file`},
 	{file: "template_path.yaml", refusedFor: `line 7, column 10: templates[0].cif "templates/kinase.cif" is a path to a file, and the service never reads files on the server`},
