@@ -2,74 +2,10 @@ package bio
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 )
-
-// TestBoltzExamples reads every input example of Boltz's own examples/ folder (copied
-// under testdata/boltz-examples): all are accepted except those that point at MSA files on
-// disk, which are refused with the reason.
-func TestBoltzExamples(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		file                 string
-		chains, residues     int
-		constraints          int
-		affinity, refusedFor string
-	}{
-		{file: "affinity.yaml", chains: 2, residues: 384 + 1, affinity: "B"},
-		{file: "cyclic_prot.yaml", chains: 1, residues: 13},
-		{file: "multimer.yaml", chains: 2, residues: 112 + 116},
-		{file: "pocket.yaml", chains: 2, residues: 937 + 1, constraints: 1},
-		{file: "prot.yaml", chains: 1, residues: 117},
-		{file: "prot_no_msa.yaml", chains: 1, residues: 117},
-		{file: "ligand.yaml", refusedFor: `line 6, column 12: sequences[0].protein.msa: "./examples/msa/seq1.a3m" is a path to a file, and the service never reads files on the server`},
-		{file: "prot_custom_msa.yaml", refusedFor: `line 6, column 12: sequences[0].protein.msa: "./examples/msa/seq2.a3m" is a path to a file`},
-		{file: "ligand.fasta", refusedFor: `line 1: header >A|protein|./examples/msa/seq1.a3m: the MSA field "./examples/msa/seq1.a3m" is a path to a file`},
-		{file: "prot.fasta", refusedFor: `line 1: header >A|protein|./examples/msa/seq2.a3m: the MSA field "./examples/msa/seq2.a3m" is a path to a file`},
-	}
-	files, err := filepath.Glob("testdata/boltz-examples/*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) != len(tests)+1 { // and the README
-		t.Fatalf("testdata holds %d files; the table covers %d examples", len(files)-1, len(tests))
-	}
-	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) {
-			t.Parallel()
-			b, err := os.ReadFile(filepath.Join("testdata/boltz-examples", tt.file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			c, err := ParseInput(strings.TrimSuffix(tt.file, filepath.Ext(tt.file)), string(b))
-			if tt.refusedFor != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.refusedFor) {
-					t.Fatalf("error = %v, want one containing %q", err, tt.refusedFor)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c.NumChains() != tt.chains || c.NumResidues() != tt.residues || len(c.Constraints) != tt.constraints {
-				t.Errorf("chains %d, residues %d, constraints %d; want %d, %d, %d",
-					c.NumChains(), c.NumResidues(), len(c.Constraints), tt.chains, tt.residues, tt.constraints)
-			}
-			if got := ""; c.Affinity != nil || tt.affinity != "" {
-				if c.Affinity != nil {
-					got = c.Affinity.Binder
-				}
-				if got != tt.affinity {
-					t.Errorf("affinity binder %q, want %q", got, tt.affinity)
-				}
-			}
-		})
-	}
-}
 
 const cifText = "data_tmpl\nloop_\n_atom_site.group_PDB\n_atom_site.id\nATOM 1\n"
 

@@ -24,32 +24,29 @@ import (
 
 // The chaperone binary, built once for every CLI test of the run (TestMain removes it).
 var (
-	cliBinDir  string
-	cliBin     string
-	cliBuild   sync.Once
-	cliBuildOK bool
+	cliBuild    sync.Once
+	cliBinDir   string
+	cliBin      string
+	cliBuildErr error
 )
 
+// chaperoneBinary returns the CLI binary, building it on the first call; concurrent
+// callers wait for that build.
 func chaperoneBinary(t *testing.T) string {
 	t.Helper()
 	cliBuild.Do(func() {
-		dir, err := os.MkdirTemp("", "chaperone-cli-")
-		if err != nil {
-			t.Errorf("temp folder for the binary: %v", err)
+		if cliBinDir, cliBuildErr = os.MkdirTemp("", "chaperone-cli-"); cliBuildErr != nil {
 			return
 		}
-		cliBinDir = dir
-		cliBin = filepath.Join(dir, "chaperone")
+		cliBin = filepath.Join(cliBinDir, "chaperone")
 		// go test puts its own toolchain first on PATH.
 		out, err := exec.Command("go", "build", "-o", cliBin, "github.com/chaperone-bio/chaperone/cmd/chaperone").CombinedOutput()
 		if err != nil {
-			t.Errorf("building the chaperone binary: %v\n%s", err, out)
-			return
+			cliBuildErr = fmt.Errorf("%v\n%s", err, out)
 		}
-		cliBuildOK = true
 	})
-	if !cliBuildOK {
-		t.Fatal("the chaperone binary did not build")
+	if cliBuildErr != nil {
+		t.Fatalf("building the chaperone binary: %v", cliBuildErr)
 	}
 	return cliBin
 }
@@ -67,6 +64,9 @@ func removeCLIBinary() {
 type proxied struct {
 	*server
 	URL string
+	// bin is the CLI, built before the server starts: a test's jobs must not run while
+	// the binary that watches them is still being built.
+	bin string
 
 	mu   sync.Mutex
 	seen []seenRequest
@@ -84,12 +84,13 @@ type seenRequest struct {
 
 func startProxied(t *testing.T, opts ...option) *proxied {
 	t.Helper()
+	bin := chaperoneBinary(t)
 	s := startServer(t, opts...)
 	target, err := url.Parse(s.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proxied{server: s}
+	p := &proxied{server: s, bin: bin}
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.ErrorLog = log.New(io.Discard, "", 0) // the cuts are deliberate
 	rp.ModifyResponse = func(res *http.Response) error {
@@ -166,7 +167,7 @@ func (p *proxied) command(t *testing.T, dir string, env []string, args ...string
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, chaperoneBinary(t), args...)
+	cmd := exec.CommandContext(ctx, p.bin, args...)
 	cmd.Dir = dir
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "CHAPERONE_") {

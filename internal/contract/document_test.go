@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pb33f/libopenapi/datamodel"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -25,30 +26,37 @@ func readDoc(t *testing.T) map[string]any {
 	return v.(map[string]any)
 }
 
+// oas31Schema compiles the OpenAPI Initiative's JSON Schema of OpenAPI 3.1 documents, as
+// libopenapi ships it. It checks the structure of a document, not the schemas inside it;
+// those are compiled by Load.
+func oas31Schema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	oas, err := jsonschema.UnmarshalJSON(strings.NewReader(datamodel.OpenAPI31SchemaData))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := oas.(map[string]any)["$id"].(string)
+	if !strings.HasPrefix(id, "https://spec.openapis.org/oas/3.1/schema/") {
+		t.Fatalf("libopenapi's OpenAPI 3.1 schema has $id %q, not one of the 3.1 schemas", id)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource(id, oas); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // TestDocumentIsOpenAPI31 validates the document against the OpenAPI Initiative's own
-// schema of 3.1 documents (testdata/README.md), which catches misplaced or misspelled
-// OpenAPI keywords that the response checks would never touch.
+// schema of 3.1 documents, which catches misplaced or misspelled OpenAPI keywords that the
+// response checks would never touch.
 func TestDocumentIsOpenAPI31(t *testing.T) {
 	t.Parallel()
 	doc := readDoc(t)
-	b, err := os.ReadFile("testdata/oas-3.1-schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	oas, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	const loc = "https://spec.openapis.org/oas/3.1/schema/2022-10-07"
-	if err := c.AddResource(loc, oas); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile(loc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Validate(doc); err != nil {
+	if err := oas31Schema(t).Validate(doc); err != nil {
 		t.Errorf("api/openapi.json is not a valid OpenAPI 3.1 document:\n%v", err)
 	}
 	if doc["openapi"] != "3.1.0" {
@@ -58,6 +66,52 @@ func TestDocumentIsOpenAPI31(t *testing.T) {
 	if info["title"] != "chaperone" || info["version"] != "1.0.0" {
 		t.Errorf("info title, version = %v, %v; want chaperone, 1.0.0", info["title"], info["version"])
 	}
+}
+
+// TestOpenAPI31SchemaRejects proves that the schema check above can fail: each case breaks
+// the real document in one place, and the schema must name that place.
+func TestOpenAPI31SchemaRejects(t *testing.T) {
+	t.Parallel()
+	schema := oas31Schema(t)
+	tests := []struct {
+		name  string
+		spoil func(doc map[string]any)
+		want  string
+	}{
+		{"an OpenAPI 3.0 version", func(doc map[string]any) { doc["openapi"] = "3.0.3" }, "/openapi"},
+		{"no info", func(doc map[string]any) { delete(doc, "info") }, "'info'"},
+		{"a misspelled top-level keyword", func(doc map[string]any) { doc["path"] = doc["paths"] }, "'/path'"},
+		{"a response without a description", func(doc map[string]any) {
+			resp := mustPointer(t, doc, "/paths/~1v1~1health/get/responses/200").(map[string]any)
+			delete(resp, "description")
+		}, "/paths/~1v1~1health/get/responses/200"},
+		{"a parameter in an unknown place", func(doc map[string]any) {
+			param := mustPointer(t, doc, "/components/parameters/JobID").(map[string]any)
+			param["in"] = "body"
+		}, "/components/parameters/JobID"},
+	}
+	for _, tt := range tests {
+		doc := readDoc(t)
+		tt.spoil(doc)
+		err := schema.Validate(doc)
+		if err == nil {
+			t.Errorf("%s: the schema accepts the document", tt.name)
+			continue
+		}
+		if !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: error does not name %s:\n%v", tt.name, tt.want, err)
+		}
+	}
+}
+
+// mustPointer resolves a JSON pointer into the document, failing the test if it does not.
+func mustPointer(t *testing.T, doc map[string]any, ptr string) any {
+	t.Helper()
+	v, err := lookupPointer(doc, ptr)
+	if err != nil {
+		t.Fatalf("%s: %v", ptr, err)
+	}
+	return v
 }
 
 // TestDocumentRefsResolve follows every $ref in the document, schema or not.

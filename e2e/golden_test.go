@@ -1,0 +1,144 @@
+package e2e
+
+import (
+	"archive/zip"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// update rewrites the golden files with what the tests produce, for a change that is meant:
+//
+//	go test ./e2e -run Golden -update
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+
+// golden compares got with the file testdata/golden/name, or writes it there under -update,
+// so that a change to a format we write shows in review as a diff of that file.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v; write it with: go test ./e2e -run %s -update", err, t.Name())
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from what the test produced; if the change is meant, rewrite it with: go test ./e2e -run %s -update\n%s",
+			path, t.Name(), firstDifference(string(want), string(got)))
+	}
+}
+
+// firstDifference shows the first line where two texts part.
+func firstDifference(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := range max(len(w), len(g)) {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl || i >= len(w) || i >= len(g) {
+			return fmt.Sprintf("line %d:\n  golden:   %s\n  produced: %s", i+1, wl, gl)
+		}
+	}
+	return ""
+}
+
+// TestGoldenOpenAPI: GET /v1/openapi.json serves api/openapi.json byte for byte, so that
+// file is the golden file of the served document: the server never builds or edits it, and
+// a change to what it serves is a change to that file, reviewed as its diff.
+func TestGoldenOpenAPI(t *testing.T) {
+	t.Parallel()
+	want, err := os.ReadFile(filepath.Join("..", "api", "openapi.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := startServer(t).get("/v1/openapi.json").expect(http.StatusOK).Body
+	mustf(t, bytes.Equal(got, want), "GET /v1/openapi.json differs from api/openapi.json:\n%s", firstDifference(string(want), string(got)))
+}
+
+// TestGoldenCatalog: the catalog as GET /v1/models serves it (indented for review) and as
+// chaperone models prints it.
+func TestGoldenCatalog(t *testing.T) {
+	t.Parallel()
+	p := startProxied(t)
+	golden(t, "models.json", indentJSON(t, p.get("/v1/models").expect(http.StatusOK).Body))
+	golden(t, "models.txt", []byte(p.runCLI(t, "", nil, "models").expect(t, exitOK).stdout))
+}
+
+// TestGoldenResults: the results manifest (results.json of the archive) of a job of each
+// kind, and the table chaperone jobs results prints for a prediction. The job id, the only
+// part that changes from run to run, is written as {job_id}.
+func TestGoldenResults(t *testing.T) {
+	t.Parallel()
+	p := startProxied(t)
+	tests := []struct {
+		kind, path string
+		body       map[string]any
+	}{
+		{"predict", "/v1/predictions", map[string]any{"model": "boltz2", "name": "ok", "targets": []map[string]any{
+			{"name": "a", "content": ">A\nMKTAYIAKQ\n"}, {"name": "b", "content": ">B\nGSGSGSGS\n"}}}},
+		{"design", "/v1/designs", map[string]any{"protocol": "protein-anything", "params": map[string]any{"num_designs": 2, "budget": 2},
+			"spec": "entities:\n  - protein:\n      id: B\n      sequence: 80..140\n"}},
+		{"embed", "/v1/embeddings", map[string]any{"model": "esmc-300m", "sequences": []any{"MKTAYIAKQ", map[string]any{"id": "p2", "sequence": "GSGSGS"}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.kind, func(t *testing.T) {
+			id := p.create(tt.path, tt.body)
+			p.waitStatus(id, "succeeded")
+			manifest := archiveEntry(t, p.get("/v1/jobs/"+id+"/archive").expect(http.StatusOK).Body, "results.json")
+			golden(t, "results-"+tt.kind+".json", []byte(strings.ReplaceAll(string(manifest), id, "{job_id}")))
+			if tt.kind == "predict" {
+				table := p.runCLI(t, "", nil, "jobs", "results", id).expect(t, exitOK).stdout
+				golden(t, "results-predict.txt", []byte(strings.ReplaceAll(table, id, "{job_id}")))
+			}
+		})
+	}
+}
+
+// indentJSON indents a JSON text, keeping its keys in the order written.
+func indentJSON(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	if err := json.Indent(&out, b, "", "  "); err != nil {
+		t.Fatalf("not JSON: %v: %s", err, b)
+	}
+	out.WriteByte('\n')
+	return out.Bytes()
+}
+
+// archiveEntry returns the contents of one file of a zip archive.
+func archiveEntry(t *testing.T, archive []byte, name string) []byte {
+	t.Helper()
+	zr, err := zip.NewReader(bytes.NewReader(archive), int64(len(archive)))
+	if err != nil {
+		t.Fatalf("archive is not a zip: %v", err)
+	}
+	f, err := zr.Open(name)
+	if err != nil {
+		t.Fatalf("archive entry %s: %v", name, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatalf("archive entry %s: %v", name, err)
+	}
+	return b
+}
