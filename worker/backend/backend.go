@@ -243,14 +243,16 @@ func (q *Queue) Reap(ctx context.Context, every time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-reap.C:
-			q.recoverExpired(ctx)
+			q.RecoverExpired(ctx)
 		case <-sweep.C:
 			q.Sweep(ctx)
 		}
 	}
 }
 
-func (q *Queue) recoverExpired(ctx context.Context) {
+// RecoverExpired is one round of Reap's recovery: jobs whose lease ran out by the server's
+// clock go back to the queue (or fail after MaxAttempts), and their lost attempts' files go.
+func (q *Queue) RecoverExpired(ctx context.Context) {
 	recovered, err := q.cfg.Store.RecoverExpired(ctx, q.cfg.Now(), q.cfg.MaxAttempts)
 	if err != nil && ctx.Err() == nil {
 		q.cfg.Logger.Warn("reaper: recovering expired leases", "error", err.Error())

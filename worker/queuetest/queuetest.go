@@ -211,24 +211,6 @@ func (s *server) log(t *testing.T, id string) string {
 	return string(b)
 }
 
-// waitJob waits, on the store's notifications, until the job satisfies pred.
-func (s *server) waitJob(t *testing.T, id string, pred func(*job.Job) bool) *job.Job {
-	t.Helper()
-	changed := s.store.Watch(t.Context(), id)
-	timeout := time.After(20 * time.Second)
-	for {
-		j := s.job(t, id)
-		if pred(j) {
-			return j
-		}
-		select {
-		case <-changed:
-		case <-timeout:
-			t.Fatalf("job %s never reached the expected state; last %s attempt %d", id, j.Status, j.Attempt)
-		}
-	}
-}
-
 var owner = job.Owner{Kind: job.OwnerIP, ID: "10.0.0.1"}
 
 func testLeaseOrder(t *testing.T, s *server) {
@@ -353,11 +335,16 @@ func testServerClock(t *testing.T, s *server) {
 
 	// An expired lease is the server clock's verdict too.
 	l = s.leaseOne(t)
-	reapCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	go s.backend.Reap(reapCtx, 10*time.Millisecond)
-	s.clock.advance(leaseTTL + time.Second)
-	s.waitJob(t, l.JobID, func(j *job.Job) bool { return j.Status == job.Queued })
+	s.clock.advance(leaseTTL - time.Second)
+	s.backend.RecoverExpired(ctx)
+	if j := s.job(t, l.JobID); j.Status != job.Running {
+		t.Fatalf("a lease with a second left by the server's clock was recovered: %s", j.Status)
+	}
+	s.clock.advance(2 * time.Second)
+	s.backend.RecoverExpired(ctx)
+	if j := s.job(t, l.JobID); j.Status != job.Queued {
+		t.Fatalf("a lease expired by the server's clock is still %s", j.Status)
+	}
 }
 
 func testHeartbeat(t *testing.T, s *server) {
@@ -520,12 +507,11 @@ func testLostAttemptsLeaveNoFiles(t *testing.T, s *server) {
 		if err := s.put(t, l.Fence, "t1.cif"); err != nil {
 			t.Fatal(err)
 		}
-		reapCtx, stop := context.WithCancel(ctx)
-		defer stop()
-		go s.backend.Reap(reapCtx, 10*time.Millisecond)
 		s.clock.advance(leaseTTL + time.Second)
-		s.waitJob(t, l.JobID, func(j *job.Job) bool { return j.Status == job.Queued })
-		stop()
+		s.backend.RecoverExpired(ctx)
+		if j := s.job(t, l.JobID); j.Status != job.Queued {
+			t.Fatalf("the expired job is %s, want queued", j.Status)
+		}
 		if s.hasFile(t, l.Fence, "t1.cif") {
 			t.Error("the expired attempt's file is still stored")
 		}
