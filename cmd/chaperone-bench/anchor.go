@@ -172,8 +172,9 @@ func (l *commitLoop) run(ctx context.Context, warmup, window time.Duration) (thr
 	return t, nil
 }
 
-// jobRowBytes is the mean size of what a job row of the store in dbPath holds (its text
-// columns), so that the commit loop writes rows of the same size.
+// jobRowBytes is the mean size of what a job of the store in dbPath holds (the text columns
+// of its row and its input, which the store keeps in a table of its own), so that the commit
+// loop writes rows of the same size.
 func jobRowBytes(ctx context.Context, dbPath string) (int, error) {
 	db, err := sql.Open("sqlite", dbPath+"?_query_only=1&_busy_timeout=5000")
 	if err != nil {
@@ -183,7 +184,7 @@ func jobRowBytes(ctx context.Context, dbPath string) (int, error) {
 	var n sql.NullFloat64
 	err = db.QueryRowContext(ctx, `SELECT avg(length(id) + length(owner) + length(kind) + length(name)
 		+ length(model) + length(protocol) + length(run_model) + length(params) + length(input)
-		+ length(status) + 8 * 4) FROM jobs`).Scan(&n)
+		+ length(status) + 8 * 4) FROM jobs JOIN job_inputs USING (seq)`).Scan(&n)
 	if err != nil {
 		return 0, err
 	}

@@ -334,11 +334,19 @@ func (s *Store) GetJob(ctx context.Context, id string) (*job.Job, error) {
 
 // GetJobSummary implements store.Jobs.
 func (s *Store) GetJobSummary(ctx context.Context, id string) (*store.JobSummary, error) {
+	if j, ok := s.summaries.get(id); ok {
+		return j, nil
+	}
+	epoch := s.summaries.begin()
 	j, err := scanSummary(s.st.getSummary.QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, job.ErrNotFound
 	}
-	return j, err
+	if err != nil {
+		return nil, err
+	}
+	s.summaries.put(j, epoch)
+	return j, nil
 }
 
 // The cursor is the seq of the last job on the page, base64 so that callers treat it as

@@ -47,6 +47,8 @@ type Store struct {
 	hub  notify.Hub
 	st   stmts
 	keys keyCache
+	// summaries caches job summaries until the writer reports their job changed.
+	summaries summaryCache
 
 	ops        chan *writeOp // to the writer goroutine; unbuffered
 	closing    chan struct{} // closed by Close
@@ -68,7 +70,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	common := url.Values{
 		"_busy_timeout": {fmt.Sprint(busyTimeout.Milliseconds())},
 		"_foreign_keys": {"1"},
-		"_pragma":       {"temp_store(memory)", "cache_size(-16000)"}, // 16 MB page cache
+		"_pragma":       {"temp_store(memory)", "cache_size(-16000)", "mmap_size(268435456)"}, // 16 MB page cache
 	}
 	wq := cloneValues(common)
 	wq.Set("_journal_mode", "WAL")

@@ -120,6 +120,7 @@ func (s *Store) commitGroup(group []*writeOp) {
 		return
 	}
 	for _, op := range done {
+		s.summaries.forget(op.ids)
 		for _, id := range op.ids {
 			s.hub.Publish(id)
 		}

@@ -36,6 +36,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"CreateQuotasConcurrent", testCreateQuotasConcurrent},
 		{"RetentionConcurrent", testRetentionConcurrent},
 		{"Summaries", testSummaries},
+		{"SummariesFollowChanges", testSummariesFollowChanges},
 		{"ActivePerOwner", testActivePerOwner},
 		{"ActiveRetryAfter", testActiveRetryAfter},
 		{"CreatesPerMinute", testCreatesPerMinute},

@@ -96,3 +96,89 @@ func testWatchIgnoresLeases(t *testing.T, open func(*testing.T) store.Store) {
 	beat("a finer fraction", &job.Progress{Done: 1, Total: 2, Fraction: &f}, false, true)
 	beat("a new stage", &job.Progress{Stage: job.StageInference, Done: 1, Total: 2, Fraction: &f}, false, true)
 }
+
+// testSummariesFollowChanges: a summary read again after any change of its job shows the
+// change, however often it was read before (a store may keep summaries between reads).
+func testSummariesFollowChanges(t *testing.T, open func(*testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	j := newJob(alice)
+	evictor := newJob(bob)
+	steps := []struct {
+		name string
+		do   func()
+		gone bool // the job no longer exists afterwards
+	}{
+		{"create", func() { create(t, s, j) }, false},
+		{"lease", func() { lease(t, s, j, "w1", t0) }, false},
+		{"progress", func() {
+			p := job.Progress{Stage: job.StageInference, Done: 1, Total: 3}
+			if err := s.Heartbeat(ctx, store.Heartbeat{ID: j.ID, Attempt: 1, Progress: &p, Now: t0, LeaseUntil: t0.Add(leaseFor)}); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"expiry", func() {
+			if _, err := s.RecoverExpired(ctx, t0.Add(2*leaseFor), 3); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"second lease", func() { lease(t, s, j, "w2", t0.Add(3*leaseFor)) }, false},
+		{"release", func() {
+			if _, err := s.ReleaseWorker(ctx, "w2", t0.Add(4*leaseFor), 3); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"third lease", func() { lease(t, s, j, "w3", t0.Add(5*leaseFor)) }, false},
+		{"completion", func() {
+			if err := s.CompleteJob(ctx, j.ID, 3, store.Outcome{Status: job.Succeeded, Results: sampleResults(), Now: t0.Add(6 * leaseFor)}); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"eviction", func() {
+			createWith(t, s, evictor, store.CreateOptions{Limits: store.Limits{Retained: 1}})
+		}, true},
+	}
+	for _, st := range steps {
+		if st.name != "create" {
+			if _, err := s.GetJobSummary(ctx, j.ID); err != nil { // read before the change
+				t.Fatalf("before %s: %v", st.name, err)
+			}
+		}
+		st.do()
+		sum, err := s.GetJobSummary(ctx, j.ID)
+		if st.gone {
+			wantErr(t, "GetJobSummary after "+st.name, err, job.ErrNotFound)
+			continue
+		}
+		if err != nil {
+			t.Fatalf("after %s: %v", st.name, err)
+		}
+		checkSummary(t, "summary after "+st.name, sum, get(t, s, j.ID))
+	}
+
+	// Cancel and delete, on a job read as a summary before each.
+	c := create(t, s, newJob(carol))
+	for _, st := range []struct {
+		name string
+		do   func() error
+	}{
+		{"cancel", func() error { _, err := s.CancelJob(ctx, c.ID, carol, t0); return err }},
+		{"delete", func() error { _, err := s.DeleteJob(ctx, c.ID, carol); return err }},
+	} {
+		if _, err := s.GetJobSummary(ctx, c.ID); err != nil {
+			t.Fatalf("before %s: %v", st.name, err)
+		}
+		if err := st.do(); err != nil {
+			t.Fatal(err)
+		}
+		sum, err := s.GetJobSummary(ctx, c.ID)
+		if st.name == "delete" {
+			wantErr(t, "GetJobSummary after delete", err, job.ErrNotFound)
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkSummary(t, "summary after "+st.name, sum, get(t, s, c.ID))
+	}
+}
