@@ -656,8 +656,9 @@ func writeQuery(out, name string, seed int, q query, samples int, format string,
 		}
 		agg := map[string]any{"avg_plddt": mean / float64(max(n, 1)), "gpde": score(0.5, 3, name, sampleName, "gpde")}
 		if pae {
-			ptm := score(0.3, 0.95, name, sampleName, "ptm")
-			iptm := score(0.2, 0.9, name, sampleName, "iptm")
+			// Later samples score better, so that generation order is not rank order.
+			ptm := score(0.3, 0.5, name, sampleName, "ptm") + 0.08*float64(k)
+			iptm := score(0.2, 0.45, name, sampleName, "iptm") + 0.08*float64(k)
 			chainPTM := map[string]float64{}
 			pairs := map[string]float64{}
 			for _, a := range chains {
