@@ -23,7 +23,7 @@ import (
 //	oom…        the prediction step runs out of memory on it (logged, listed, exit 0)
 //	crash…      the run dies with a traceback and exit status 1 when it reaches it
 //	slow…       its prediction takes 30 s, printing progress, with a helper process that
-//	            ignores SIGTERM
+//	            ignores SIGTERM (its pid in hang.pid in the working folder)
 //	alignfail…  align-msa-server fails on the server's error and exits 1
 const (
 	Fail      = "fail"

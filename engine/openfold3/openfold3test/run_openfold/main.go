@@ -545,10 +545,15 @@ func logError(out, name, typ, msg string) {
 }
 
 // slow is the prediction of a slow query: 30 s of progress lines, with a helper process
-// that ignores SIGTERM, so that a cancel must stop the whole process group.
+// that ignores SIGTERM (its pid in hang.pid in the working folder), so that a cancel must
+// stop the whole process group.
 func slow(name string) bool {
 	helper := exec.Command(os.Args[0], sleeperArg)
 	if err := helper.Start(); err != nil {
+		traceback("predict", "OSError: "+err.Error())
+		return false
+	}
+	if err := os.WriteFile("hang.pid", []byte(strconv.Itoa(helper.Process.Pid)), 0o644); err != nil {
 		traceback("predict", "OSError: "+err.Error())
 		return false
 	}
