@@ -92,7 +92,8 @@ func (e *Engine) Name() string     { return e.predict.Name }
 func (e *Engine) Models() []string { return []string{"openfold3"} }
 
 // Check finds run_openfold, checks that the --help of predict and of align-msa-server
-// list every option the engine passes, and that the checkpoint is there.
+// list every option the engine passes, and that the checkpoint is there; it also learns
+// whether the tool's Python has the cuEquivariance kernels, for fast runs.
 func (e *Engine) Check(ctx context.Context, tools engine.Tools) error {
 	if err := e.predict.Check(ctx, tools); err != nil {
 		return err
@@ -100,8 +101,13 @@ func (e *Engine) Check(ctx context.Context, tools engine.Tools) error {
 	if err := e.align.Check(ctx, tools); err != nil {
 		return err
 	}
-	_, err := checkpoint(tools)
-	return err
+	if _, err := checkpoint(tools); err != nil {
+		return err
+	}
+	if path, err := e.predict.Path(tools); err == nil {
+		e.probeCuEquivariance(ctx, path)
+	}
+	return nil
 }
 
 // checkpoint is the checkpoint file the tool will load: the operator's, else where
@@ -133,21 +139,21 @@ func checkpoint(tools engine.Tools) (string, error) {
 	return p, nil
 }
 
-// cuEquivariance reports whether the Python that runs the tool can import
+// probeCuEquivariance learns whether the Python that runs the tool can import
 // cuequivariance_torch (OpenFold3's optional kernels): with the kernels switched on and
 // the package missing, OpenFold3 fails every query. The tool is a console script whose
-// first line names its interpreter; the answer is kept per version of the script.
-func (e *Engine) cuEquivariance(ctx context.Context, tool string) bool {
-	info, err := os.Stat(tool)
-	if err != nil {
-		return false
+// first line names its interpreter. The answer is kept per version of the script, so the
+// worker's checks every minute run Python only when the script changed.
+func (e *Engine) probeCuEquivariance(ctx context.Context, tool string) {
+	stamp, ok := fileStamp(tool)
+	if !ok {
+		return
 	}
-	stamp := fmt.Sprintf("%s %d %d", tool, info.Size(), info.ModTime().UnixNano())
 	e.mu.Lock()
-	known, ok := e.kernel[stamp]
+	_, known := e.kernel[stamp]
 	e.mu.Unlock()
-	if ok {
-		return known
+	if known {
+		return
 	}
 	found := false
 	if python := interpreter(tool); python != "" {
@@ -162,7 +168,24 @@ func (e *Engine) cuEquivariance(ctx context.Context, tool string) bool {
 	e.mu.Lock()
 	e.kernel[stamp] = found
 	e.mu.Unlock()
-	return found
+}
+
+// cuEquivariance reports what the last check learnt of the tool as it is now; false when
+// no check has seen this version of it.
+func (e *Engine) cuEquivariance(tool string) bool {
+	stamp, ok := fileStamp(tool)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return ok && e.kernel[stamp]
+}
+
+// fileStamp names a version of a file: its path, size and modification time.
+func fileStamp(path string) (string, bool) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return "", false
+	}
+	return fmt.Sprintf("%s %d %d", path, info.Size(), info.ModTime().UnixNano()), true
 }
 
 // interpreter is the program a script's #! line names, or "" for a binary.
@@ -209,7 +232,7 @@ func (e *Engine) Run(ctx context.Context, run *engine.Run) (*engine.Output, erro
 	}
 	p.checkpoint = ckpt
 	p.kernels = p.cfg.GPU && p.params.Fast
-	p.cuEquivariance = p.kernels && e.cuEquivariance(ctx, path)
+	p.cuEquivariance = p.kernels && e.cuEquivariance(path)
 	if err := p.prepare(); err != nil {
 		return nil, fmt.Errorf("writing the inputs of run_openfold: %w", err)
 	}

@@ -35,7 +35,7 @@ func TestAlignmentsComeFromTheCache(t *testing.T) {
 }
 
 // TestKernels: fast uses upstream's kernels on a GPU, cuEquivariance's only where the
-// tool's Python can import it.
+// worker's check found that the tool's Python can import it.
 func TestKernels(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -65,11 +65,15 @@ func TestKernels(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, Config{GPU: tt.gpu})
+			tools := engine.Tools{"run_openfold": tt.tool, CheckpointTool: ckpt}
+			if err := h.engine.Check(context.Background(), tools); err != nil {
+				t.Fatal(err)
+			}
 			work := t.TempDir()
 			var log lockedBuffer
 			_, err := h.engine.Run(context.Background(), &engine.Run{
 				Job:     newJob(t, `{"input": ">A|protein|empty\nMK\n", "params": `+tt.params+`}`),
-				WorkDir: work, Tools: engine.Tools{"run_openfold": tt.tool, CheckpointTool: ckpt}, Log: &log,
+				WorkDir: work, Tools: tools, Log: &log,
 				Report: func(p job.Progress) {},
 				Exec:   func(ctx context.Context, c engine.Command) error { return proc.Exec(ctx, work, &log, c) },
 			})
