@@ -194,7 +194,7 @@ func models(l Limits) []Model {
 		{
 			ID: "openfold3", Kind: job.PredictKind, Name: "OpenFold3", Tool: "run_openfold", MaxResidues: fold,
 			Capabilities: predictCaps, Params: predictParams("openfold3", msaOn, 3, 200),
-			Fast: "On: upstream's DeepSpeed evo attention, plus cuEquivariance triangle kernels where the worker's " +
+			Fast: "On (on a GPU): upstream's DeepSpeed evo attention, plus cuEquivariance triangle kernels where the worker's " +
 				"OpenFold3 has them installed (openfold3[cuequivariance]); off: plain PyTorch kernels. Precision stays " +
 				"at upstream's fp32, and steps and samples are never cut.",
 		},

@@ -10,7 +10,8 @@ import (
 // capabilities (core/data/primitives/structure/query.py, structure_with_ref_mols_from_query):
 //   - a ligand chain of several CCD codes raises NotImplementedError;
 //   - a polymer and a different molecule written with the same text (a protein and a DNA
-//     chain both "ACGT") share an entity, as OpenFold3 groups chains by that text alone.
+//     chain both "ACGT") get one entity id, as copies of one molecule, since OpenFold3
+//     groups chains into entities by that text alone.
 func (e *Engine) CheckInput(model string, cx *bio.Complex, params map[string]any) error {
 	kinds := map[string]bio.Kind{}
 	for _, en := range cx.Entities {
