@@ -18,7 +18,7 @@
 // never from the exit status. The model is offered only while the checkpoint is there
 // (the real tool would ask on a terminal before downloading it). The input rules OpenFold3
 // adds to the catalog's capabilities are CheckInput.
-// Imports: engine, engine/toolkit, job, bio.
+// Imports: engine, engine/toolkit and toolkit/msacache, job, bio.
 package openfold3
 
 import (
