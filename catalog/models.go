@@ -193,9 +193,10 @@ func models(l Limits) []Model {
 		},
 		{
 			ID: "openfold3", Kind: job.PredictKind, Name: "OpenFold3", Tool: "run_openfold", MaxResidues: fold,
-			Capabilities: predictCaps, Params: predictParams("openfold3", msaOn, 10, 200),
-			Fast: "On: cuEquivariance triangle kernels where the worker has them installed; off: plain PyTorch kernels. " +
-				"Precision stays at upstream's fp32.",
+			Capabilities: predictCaps, Params: predictParams("openfold3", msaOn, 3, 200),
+			Fast: "On (on a GPU): upstream's DeepSpeed evo attention, plus cuEquivariance triangle kernels where the worker's " +
+				"OpenFold3 has them installed (openfold3[cuequivariance]); off: plain PyTorch kernels. Precision stays " +
+				"at upstream's fp32, and steps and samples are never cut.",
 		},
 		{
 			ID: "opendde", Kind: job.PredictKind, Name: "OpenDDE", Tool: "opendde", MaxResidues: fold,

@@ -229,7 +229,7 @@ func TestPredictParamsPerModel(t *testing.T) {
 		}
 		m, _ := c.Model(id)
 		recycles, steps := "10.", "200."
-		if id == "boltz2" {
+		if id == "boltz2" || id == "openfold3" {
 			recycles = "3."
 		}
 		if strings.HasPrefix(id, "esmfold2") {

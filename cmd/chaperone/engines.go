@@ -8,6 +8,7 @@ import (
 	"github.com/chaperone-bio/chaperone/app"
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/boltz"
+	"github.com/chaperone-bio/chaperone/engine/openfold3"
 )
 
 // builtinEngines are the engines of real upstream tools that this build offers, set up
@@ -15,6 +16,7 @@ import (
 func builtinEngines(msaServer string) []engine.Engine {
 	return []engine.Engine{
 		boltz.New(boltz.Config{MSAServerURL: msaServer, GPU: len(app.GPUs()) > 0}),
+		openfold3.New(openfold3.Config{MSAServerURL: msaServer, GPU: len(app.GPUs()) > 0}),
 	}
 }
 

@@ -1,0 +1,83 @@
+package openfold3
+
+import (
+	"flag"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of testdata")
+
+// TestWrittenInputsGolden pins what the engine gives run_openfold for requests of every
+// feature (testdata/<name>.json, a request as the API takes it): the query JSON, runner
+// YAML, the search's query and settings when there is one, and every alignment file, with
+// the run's folder written as $WORK. go test -run TestWrittenInputsGolden -update
+// rewrites <name>.golden.
+func TestWrittenInputsGolden(t *testing.T) {
+	t.Parallel()
+	requests, err := filepath.Glob(filepath.Join("testdata", "*.json"))
+	if err != nil || len(requests) == 0 {
+		t.Fatalf("no requests: %v", err)
+	}
+	for _, req := range requests {
+		name := strings.TrimSuffix(filepath.Base(req), ".json")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			body, err := os.ReadFile(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := newHarness(t, Config{})
+			if _, err := h.run(newJob(t, string(body))); err != nil {
+				t.Fatalf("%v\n%s", err, h.log.String())
+			}
+			got := writtenInputs(t, h.workDir)
+			golden := filepath.Join("testdata", name+".golden")
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (go test -run TestWrittenInputsGolden -update writes it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("the engine wrote\n%s\nwant (%s)\n%s", got, golden, want)
+			}
+		})
+	}
+}
+
+// writtenInputs is every file under the work folder's inputs/ and files/, each after a
+// line naming it, with the work folder written as $WORK.
+func writtenInputs(t *testing.T, work string) string {
+	t.Helper()
+	var paths []string
+	for _, dir := range []string{"inputs", "files"} {
+		err := filepath.WalkDir(filepath.Join(work, dir), func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				paths = append(paths, p)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(paths)
+	var b strings.Builder
+	for _, p := range paths {
+		text, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(work, p)
+		b.WriteString("--- $WORK/" + rel + "\n" + strings.ReplaceAll(string(text), work, "$WORK"))
+	}
+	return b.String()
+}

@@ -1,0 +1,331 @@
+package openfold3
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/chaperone-bio/chaperone/bio"
+)
+
+// OpenFold3's query JSON (inference_query_format.py: InferenceQuerySet, Query, Chain). A
+// chain forbids keys it does not know; the MSA switches belong to the query, not to the
+// chain as the docs show them.
+type querySet struct {
+	Queries map[string]query `json:"queries"`
+}
+
+type query struct {
+	Chains []chain `json:"chains"`
+	// UseMSAs false folds the query single-sequence; nil leaves upstream's true.
+	UseMSAs *bool `json:"use_msas,omitempty"`
+}
+
+type chain struct {
+	MoleculeType         string            `json:"molecule_type"`
+	ChainIDs             []string          `json:"chain_ids"`
+	Sequence             string            `json:"sequence,omitempty"`
+	SMILES               string            `json:"smiles,omitempty"`
+	CCDCodes             []string          `json:"ccd_codes,omitempty"`
+	NonCanonicalResidues map[string]string `json:"non_canonical_residues,omitempty"`
+	MainMSAFilePaths     []string          `json:"main_msa_file_paths,omitempty"`
+	PairedMSAFilePaths   []string          `json:"paired_msa_file_paths,omitempty"`
+}
+
+// The alignment files OpenFold3 reads (MSASettings of dataset_config_components.py): a
+// file counts only under one of its known stems, and a chain's alignments are told apart
+// by the name of the folder that holds them.
+const (
+	mainMSA   = "colabfold_main.a3m"
+	pairedMSA = "colabfold_paired.a3m"
+)
+
+// alignment is where one protein entity's alignment files are, in the run's files folder.
+type alignment struct {
+	dir    string // <files>/<target>/e<entity>
+	main   bool   // dir holds mainMSA
+	paired bool   // dir holds pairedMSA
+}
+
+// target is one complex of the job as this engine runs it.
+type target struct {
+	cx *bio.Complex
+	// alignments holds, per entity, its alignment files; nil for a chain without one.
+	alignments []*alignment
+	// auto lists the entities aligned on the server (this run or from the cache), in
+	// order; cacheKey names their search in the cache.
+	auto     []int
+	cacheKey string
+	cached   bool // the server's alignments came from the cache
+	searched bool // they are searched in this run
+}
+
+// msa reports whether some chain of the target is folded with an alignment.
+func (t *target) msa() bool {
+	return slices.ContainsFunc(t.alignments, func(a *alignment) bool { return a != nil })
+}
+
+// queryChains are the target's entities as OpenFold3 chains; only lists the entities
+// in only (all when nil), with their alignment files when withMSA.
+func queryChains(t *target, only []int, withMSA bool) []chain {
+	var out []chain
+	for i, e := range t.cx.Entities {
+		if only != nil && !slices.Contains(only, i) {
+			continue
+		}
+		c := chain{MoleculeType: string(e.Kind), ChainIDs: e.IDs}
+		switch {
+		case e.Kind.Polymer():
+			c.Sequence = e.Sequence
+		case e.SMILES != "":
+			c.SMILES = e.SMILES
+		default:
+			c.CCDCodes = e.CCD
+		}
+		if len(e.Modifications) > 0 {
+			c.NonCanonicalResidues = map[string]string{}
+			for _, m := range e.Modifications {
+				c.NonCanonicalResidues[strconv.Itoa(m.Position)] = m.CCD
+			}
+		}
+		if a := t.alignments[i]; withMSA && a != nil {
+			if a.main {
+				c.MainMSAFilePaths = []string{filepath.Join(a.dir, mainMSA)}
+			}
+			if a.paired {
+				c.PairedMSAFilePaths = []string{filepath.Join(a.dir, pairedMSA)}
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// writeQuerySet writes the query JSON of every target to path.
+func writeQuerySet(path string, targets []*target) error {
+	qs := querySet{Queries: map[string]query{}}
+	for _, t := range targets {
+		q := query{Chains: queryChains(t, nil, true)}
+		if !t.msa() {
+			off := false
+			q.UseMSAs = &off
+		}
+		qs.Queries[t.cx.Name] = q
+	}
+	return writeJSON(path, qs)
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// writeInline writes the alignments the caller sent for a target as OpenFold3's files.
+// An A3M is the chain's main alignment. Boltz's CSV pairs rows of several chains by key:
+// with two or more CSV chains, the keyed rows become each chain's paired alignment, row
+// for row across chains (a gap row where a chain lacks a key), and the unkeyed rows its
+// main alignment; a CSV chain alone keeps every row in its main alignment.
+func writeInline(t *target, files string) error {
+	var csv []int
+	for i, e := range t.cx.Entities {
+		if e.Kind == bio.Protein && e.MSA.Source == bio.MSAInline && e.MSA.Format == bio.CSV {
+			csv = append(csv, i)
+		}
+	}
+	var keys []int
+	if len(csv) > 1 {
+		seen := map[int]bool{}
+		for _, i := range csv {
+			for _, r := range csvRows(t.cx.Entities[i].MSA.Text) {
+				if r.keyed && !seen[r.key] {
+					seen[r.key] = true
+					keys = append(keys, r.key)
+				}
+			}
+		}
+		slices.Sort(keys)
+	}
+	for i, e := range t.cx.Entities {
+		if e.Kind != bio.Protein || e.MSA.Source != bio.MSAInline {
+			continue
+		}
+		a := &alignment{dir: entityDir(files, t.cx.Name, i), main: true}
+		if err := os.MkdirAll(a.dir, 0o755); err != nil {
+			return err
+		}
+		var main, paired string
+		if e.MSA.Format == bio.A3M {
+			main = a3m(e.MSA.Text)
+		} else {
+			main, paired = splitCSV(e.Sequence, csvRows(e.MSA.Text), keys)
+		}
+		if err := os.WriteFile(filepath.Join(a.dir, mainMSA), []byte(main), 0o644); err != nil {
+			return err
+		}
+		if paired != "" {
+			a.paired = true
+			if err := os.WriteFile(filepath.Join(a.dir, pairedMSA), []byte(paired), 0o644); err != nil {
+				return err
+			}
+		}
+		t.alignments[i] = a
+	}
+	return nil
+}
+
+// entityDir is the folder of one entity's alignments; its name tells OpenFold3 which
+// chains share them.
+func entityDir(files, target string, entity int) string {
+	return filepath.Join(files, target, "e"+strconv.Itoa(entity+1))
+}
+
+// a3m writes an A3M as OpenFold3's parser reads it: every sequence on one line after its
+// own '>' header, without comment or blank lines.
+func a3m(text string) string {
+	var b strings.Builder
+	header := ""
+	n := 0
+	for line := range strings.Lines(text) {
+		l := strings.TrimSpace(line)
+		switch {
+		case l == "" || l[0] == '#':
+		case l[0] == '>':
+			header = l
+		default:
+			n++
+			if header == "" {
+				header = fmt.Sprintf(">sequence_%d", n)
+			}
+			fmt.Fprintf(&b, "%s\n%s\n", header, l)
+			header = ""
+		}
+	}
+	return b.String()
+}
+
+// csvRow is one row of Boltz's alignment CSV.
+type csvRow struct {
+	key   int
+	keyed bool
+	seq   string
+}
+
+// csvRows reads an alignment CSV that bio has checked.
+func csvRows(text string) []csvRow {
+	var rows []csvRow
+	keyCol := -1
+	for line := range strings.Lines(text) {
+		t := strings.TrimSpace(line)
+		if t == "" {
+			continue
+		}
+		fields := strings.Split(t, ",")
+		if keyCol < 0 {
+			keyCol = 0
+			if fields[0] == "sequence" {
+				keyCol = 1
+			}
+			continue
+		}
+		r := csvRow{seq: fields[1-keyCol]}
+		if k, err := strconv.Atoi(fields[keyCol]); err == nil {
+			r.key, r.keyed = k, true
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// splitCSV turns one chain's CSV rows into its main and, given the keys paired across
+// chains, its paired A3M. The query comes first in each.
+func splitCSV(query string, rows []csvRow, keys []int) (main, paired string) {
+	var m, p strings.Builder
+	fmt.Fprintf(&m, ">query\n%s\n", query)
+	byKey := map[int]string{}
+	for i, r := range rows {
+		if i == 0 && r.seq == query {
+			continue
+		}
+		if len(keys) > 0 && r.keyed {
+			if _, dup := byKey[r.key]; !dup {
+				byKey[r.key] = r.seq
+			}
+			continue
+		}
+		fmt.Fprintf(&m, ">row_%d\n%s\n", i+1, r.seq)
+	}
+	if len(keys) == 0 {
+		return m.String(), ""
+	}
+	fmt.Fprintf(&p, ">query\n%s\n", query)
+	for _, k := range keys {
+		seq, ok := byKey[k]
+		if !ok {
+			seq = strings.Repeat("-", len(query))
+		}
+		fmt.Fprintf(&p, ">key_%d\n%s\n", k, seq)
+	}
+	return m.String(), p.String()
+}
+
+// runnerYAML is the runner YAML of a predict run (InferenceExperimentConfig of
+// entry_points/validator.py). Steps the caller left out stay OpenFold3's own (3 recycles,
+// 200 sampling steps).
+type runnerYAML struct {
+	output         string // experiment_settings.output_dir
+	msaDir         string // msa_computation_settings.msa_output_directory
+	format         string // cif or pdb
+	accelerator    string // gpu or cpu
+	recycles       *int
+	samplingSteps  *int
+	kernels        bool // DeepSpeed evo attention (upstream's default)
+	cuEquivariance bool // cuEquivariance triangle kernels
+}
+
+// seed is OpenFold3's default model seed, written out so that a rerun gives the same
+// structures.
+const seed = 42
+
+func (r runnerYAML) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "experiment_settings:\n  mode: predict\n  output_dir: %s\n  seeds: [%d]\n", q(r.output), seed)
+	b.WriteString("  use_msa_server: false\n  use_templates: false\n")
+	// pae_enabled is upstream's default preset beside predict: without it OpenFold3
+	// writes no ptm, iptm or sample_ranking_score.
+	b.WriteString("model_update:\n  presets: [predict, pae_enabled]\n  custom:\n")
+	if r.recycles != nil || r.samplingSteps != nil {
+		b.WriteString("    architecture:\n      shared:\n")
+		if r.recycles != nil {
+			fmt.Fprintf(&b, "        num_recycles: %d\n", *r.recycles)
+		}
+		if r.samplingSteps != nil {
+			fmt.Fprintf(&b, "        diffusion:\n          no_full_rollout_steps: %d\n", *r.samplingSteps)
+		}
+	}
+	fmt.Fprintf(&b, "    settings:\n      memory:\n        eval:\n          use_deepspeed_evo_attention: %t\n"+
+		"          use_cueq_triangle_kernels: %t\n", r.kernels, r.cuEquivariance)
+	fmt.Fprintf(&b, "output_writer_settings:\n  structure_format: %s\n  full_confidence_output_format: json\n", r.format)
+	fmt.Fprintf(&b, "pl_trainer_args:\n  accelerator: %s\n  devices: 1\n", r.accelerator)
+	fmt.Fprintf(&b, "msa_computation_settings:\n  msa_output_directory: %s\n  cleanup_msa_dir: false\n", q(r.msaDir))
+	return b.String()
+}
+
+// alignSettings is the YAML of align-msa-server's --msa_computation_settings_yaml
+// (MsaComputationSettings of core/data/tools/colabfold_msa_server.py): the server, and
+// alignments as A3M text, which the cache keeps and predict reads.
+func alignSettings(server string) string {
+	return fmt.Sprintf("server_url: %s\nmsa_file_format: a3m\nsave_mappings: false\n", q(server))
+}
+
+// q quotes a string as a YAML double-quoted scalar, which JSON's string syntax is.
+func q(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

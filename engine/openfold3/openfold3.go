@@ -1,0 +1,264 @@
+// Package openfold3 is the engine of the catalog's openfold3: it drives OpenFold3's command
+// line (github.com/aqlaboratory/openfold-3, `run_openfold`) exactly as its own source reads
+// its options, query JSON and runner YAML (openfold3/run_openfold.py,
+// entry_points/validator.py, projects/of3_all_atom/config/inference_query_format.py).
+//
+// A job is one `run_openfold predict` over one query JSON that holds every target, so the
+// weights load once per job. Alignments never come from OpenFold3's own server step, which
+// would align every protein chain of every query and overwrite the alignments a caller
+// sent: chains to be aligned on the operator's server are first searched with
+// `run_openfold align-msa-server` (no weights load), unless the alignment cache has them,
+// and predict then reads every alignment from files. Samples, recycles, sampling steps,
+// kernels, accelerator, output format and the seed go through the runner YAML, keeping
+// upstream's `pae_enabled` preset without which pTM and ipTM vanish.
+//
+// OpenFold3 writes its samples unranked and exits 0 after failing a query: the engine
+// ranks them by sample_ranking_score, and reads failures from the tool's summary.txt
+// ("Failed Queries"), its error log (logs/predict_err_rank0.log) and what it printed,
+// never from the exit status. The model is offered only while the checkpoint is there
+// (the real tool would ask on a terminal before downloading it). The input rules OpenFold3
+// adds to the catalog's capabilities are CheckInput.
+// Imports: engine, engine/toolkit and toolkit/msacache, job, bio.
+package openfold3
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/chaperone-bio/chaperone/engine"
+	"github.com/chaperone-bio/chaperone/engine/toolkit"
+)
+
+// CheckpointTool is the key in engine.Tools under which an operator gives the checkpoint
+// file (--tool openfold3_checkpoint=PATH or CHAPERONE_TOOL_OPENFOLD3_CHECKPOINT); without
+// it the engine looks where OpenFold3 does.
+const CheckpointTool = "openfold3_checkpoint"
+
+// Where OpenFold3 keeps its parameters (entry_points/validator.py): the folder
+// $OPENFOLD_CACHE, else ~/.openfold3; a ckpt_root file there names another folder.
+const (
+	checkpointName = "of3_ft3_v1.pt"
+	cacheEnv       = "OPENFOLD_CACHE"
+	ckptRootFile   = "ckpt_root"
+)
+
+// Config is the engine's setup on one worker.
+type Config struct {
+	// MSAServerURL is the ColabFold-compatible MMseqs2 server that chains are aligned on
+	// (msa_computation_settings.server_url); default engine.DefaultMSAServer.
+	MSAServerURL string
+	// GPU runs OpenFold3 on the GPU (pl_trainer_args.accelerator gpu); else on the CPU.
+	GPU bool
+	// MSACacheBytes bounds the alignment cache; default 2 GiB.
+	MSACacheBytes int64
+}
+
+// Engine runs openfold3 jobs with the run_openfold command.
+type Engine struct {
+	cfg            Config
+	predict, align *toolkit.Tool
+
+	mu     sync.Mutex
+	kernel map[string]bool // tool stamp → cuEquivariance is importable by its Python
+}
+
+// New returns an engine with the given setup.
+func New(cfg Config) *Engine {
+	if cfg.MSAServerURL == "" {
+		cfg.MSAServerURL = engine.DefaultMSAServer
+	}
+	if cfg.MSACacheBytes == 0 {
+		cfg.MSACacheBytes = 2 << 30
+	}
+	const install, needs = "OpenFold3 (pip install openfold3)", "OpenFold3 0.3 or newer (pip install -U openfold3)"
+	return &Engine{cfg: cfg, kernel: map[string]bool{},
+		predict: &toolkit.Tool{Name: "run_openfold", Install: install, Needs: needs, Subcommand: []string{"predict"},
+			Options: []string{"--query_json", "--runner_yaml", "--inference_ckpt_path", "--num_diffusion_samples",
+				"--use_msa_server", "--use_templates", "--output_dir"}},
+		align: &toolkit.Tool{Name: "run_openfold", Install: install, Needs: needs, Subcommand: []string{"align-msa-server"},
+			Options: []string{"--query_json", "--output_dir", "--msa_computation_settings_yaml"}},
+	}
+}
+
+func (e *Engine) Name() string     { return e.predict.Name }
+func (e *Engine) Models() []string { return []string{"openfold3"} }
+
+// Check finds run_openfold, checks that the --help of predict and of align-msa-server
+// list every option the engine passes, and that the checkpoint is there; it also learns
+// whether the tool's Python has the cuEquivariance kernels, for fast runs.
+func (e *Engine) Check(ctx context.Context, tools engine.Tools) error {
+	if err := e.predict.Check(ctx, tools); err != nil {
+		return err
+	}
+	if err := e.align.Check(ctx, tools); err != nil {
+		return err
+	}
+	if _, err := checkpoint(tools); err != nil {
+		return err
+	}
+	if path, err := e.predict.Path(tools); err == nil {
+		e.probeCuEquivariance(ctx, path)
+	}
+	return nil
+}
+
+// checkpoint is the checkpoint file the tool will load: the operator's, else where
+// OpenFold3 itself looks. The error names no server path: it reaches API callers.
+func checkpoint(tools engine.Tools) (string, error) {
+	if p := tools[CheckpointTool]; p != "" {
+		if info, err := os.Stat(p); err != nil || info.IsDir() {
+			return "", fmt.Errorf("the OpenFold3 checkpoint given with --tool %s is not a file; download %s "+
+				"(aws s3 cp s3://openfold/openfold3_params/%s . --no-sign-request)", CheckpointTool, checkpointName, checkpointName)
+		}
+		return p, nil
+	}
+	dir := os.Getenv(cacheEnv)
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("no home folder to find the OpenFold3 checkpoint in; set %s or --tool %s=PATH", cacheEnv, CheckpointTool)
+		}
+		dir = filepath.Join(home, ".openfold3")
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, ckptRootFile)); err == nil && strings.TrimSpace(string(b)) != "" {
+		dir = strings.TrimSpace(string(b))
+	}
+	p := filepath.Join(dir, checkpointName)
+	if info, err := os.Stat(p); err != nil || info.IsDir() {
+		return "", fmt.Errorf("the OpenFold3 checkpoint %s is not installed on this worker: run setup_openfold, put it in "+
+			"$%s (default ~/.openfold3), or give it with --tool %s=PATH", checkpointName, cacheEnv, CheckpointTool)
+	}
+	return p, nil
+}
+
+// probeCuEquivariance learns whether the Python that runs the tool can import
+// cuequivariance_torch (OpenFold3's optional kernels): with the kernels switched on and
+// the package missing, OpenFold3 fails every query. The tool is a console script whose
+// first line names its interpreter. The answer is kept per version of the script, so the
+// worker's checks every minute run Python only when the script changed.
+func (e *Engine) probeCuEquivariance(ctx context.Context, tool string) {
+	stamp, ok := fileStamp(tool)
+	if !ok {
+		return
+	}
+	e.mu.Lock()
+	_, known := e.kernel[stamp]
+	e.mu.Unlock()
+	if known {
+		return
+	}
+	found := false
+	if python := interpreter(tool); python != "" {
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, python, "-c",
+			"import importlib.util, sys; sys.exit(importlib.util.find_spec('cuequivariance_torch') is None)")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		found = cmd.Run() == nil
+	}
+	e.mu.Lock()
+	e.kernel[stamp] = found
+	e.mu.Unlock()
+}
+
+// cuEquivariance reports what the last check learnt of the tool as it is now; false when
+// no check has seen this version of it.
+func (e *Engine) cuEquivariance(tool string) bool {
+	stamp, ok := fileStamp(tool)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return ok && e.kernel[stamp]
+}
+
+// fileStamp names a version of a file: its path, size and modification time.
+func fileStamp(path string) (string, bool) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return "", false
+	}
+	return fmt.Sprintf("%s %d %d", path, info.Size(), info.ModTime().UnixNano()), true
+}
+
+// interpreter is the program a script's #! line names, or "" for a binary.
+func interpreter(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b := make([]byte, 256)
+	n, _ := f.Read(b)
+	line, _, _ := strings.Cut(string(b[:n]), "\n")
+	if !strings.HasPrefix(line, "#!") {
+		return ""
+	}
+	fields := strings.Fields(line[2:])
+	if len(fields) == 0 {
+		return ""
+	}
+	if filepath.Base(fields[0]) == "env" && len(fields) > 1 {
+		return fields[1]
+	}
+	return fields[0]
+}
+
+// Run predicts every target of the job in one run_openfold predict, after searching the
+// alignments that neither the request nor the cache holds.
+func (e *Engine) Run(ctx context.Context, run *engine.Run) (*engine.Output, error) {
+	path, err := e.predict.Path(run.Tools)
+	if err != nil {
+		return nil, err
+	}
+	ckpt, err := checkpoint(run.Tools)
+	if err != nil {
+		return nil, err
+	}
+	work, err := filepath.Abs(run.WorkDir)
+	if err != nil {
+		return nil, err
+	}
+	p, err := e.plan(run, work)
+	if err != nil {
+		return nil, err
+	}
+	p.checkpoint = ckpt
+	p.kernels = p.cfg.GPU && p.params.Fast
+	p.cuEquivariance = p.kernels && e.cuEquivariance(path)
+	if err := p.prepare(); err != nil {
+		return nil, fmt.Errorf("writing the inputs of run_openfold: %w", err)
+	}
+	if cmd, ok := p.alignCommand(); ok {
+		cmd.Path = path
+		started := time.Now()
+		err := run.Exec(ctx, cmd)
+		p.elapsed += time.Since(started)
+		if ctx.Err() != nil || errors.Is(err, exec.ErrNotFound) {
+			return nil, err
+		}
+		p.takeAlignments(err)
+	}
+	if len(p.predicted()) == 0 {
+		return p.results(nil)
+	}
+	if err := p.writeInputs(); err != nil {
+		return nil, fmt.Errorf("writing the inputs of run_openfold: %w", err)
+	}
+	cmd := p.predictCommand()
+	cmd.Path = path
+	started := time.Now()
+	err = run.Exec(ctx, cmd)
+	p.elapsed += time.Since(started)
+	if ctx.Err() != nil || errors.Is(err, exec.ErrNotFound) {
+		return nil, err
+	}
+	return p.results(err)
+}

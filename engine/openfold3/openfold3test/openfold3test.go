@@ -1,0 +1,54 @@
+// Package openfold3test provides a stand-in for OpenFold3's run_openfold command, for tests
+// of the openfold3 engine: a small program (./run_openfold) that accepts exactly the click
+// options of `run_openfold predict` and `run_openfold align-msa-server` (an unknown one is
+// click's usage error), reads the query JSON, runner YAML and MSA settings as OpenFold3's
+// pydantic models do (unknown keys are errors), and writes OpenFold3's output layout, file
+// names and JSON keys with made-up numbers: samples unranked, summary.txt with its failed
+// queries, logs/predict_err_rank0.log. Query names choose how it misbehaves, as the
+// prefixes below say. It is a fixture: tests build and use it; a running chaperone never
+// does.
+package openfold3test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+)
+
+// Behaviours, chosen by the start of a query's name (the target's name):
+//
+//	fail…       featurising it fails (OpenFold3 logs a traceback, lists it as failed, exits 0)
+//	oom…        the prediction step runs out of memory on it (logged, listed, exit 0)
+//	crash…      the run dies with a traceback and exit status 1 when it reaches it
+//	slow…       its prediction takes 30 s, printing progress, with a helper process that
+//	            ignores SIGTERM (its pid in hang.pid in the working folder)
+//	alignfail…  align-msa-server fails on the server's error and exits 1
+const (
+	Fail      = "fail"
+	OOM       = "oom"
+	Crash     = "crash"
+	Slow      = "slow"
+	AlignFail = "alignfail"
+)
+
+// Build compiles the stand-in into dir and returns the path of the run_openfold executable.
+func Build(dir string) (string, error) {
+	_, here, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", fmt.Errorf("openfold3test: cannot locate the stand-in's source")
+	}
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		return "", fmt.Errorf("openfold3test: the stand-in is built with the go command: %w", err)
+	}
+	out := filepath.Join(dir, "run_openfold")
+	cmd := exec.Command(goCmd, "build", "-o", out, ".")
+	cmd.Dir = filepath.Join(filepath.Dir(here), "run_openfold")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("openfold3test: building the stand-in: %v\n%s", err, b)
+	}
+	return out, nil
+}

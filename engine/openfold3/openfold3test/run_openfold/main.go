@@ -1,0 +1,788 @@
+// Command run_openfold is a stand-in for OpenFold3's command line, a test fixture of
+// package openfold3test (see there for the behaviours that query names choose). It
+// follows openfold3/run_openfold.py, entry_points/validator.py,
+// projects/of3_all_atom/config/inference_query_format.py, core/runners/writer.py,
+// core/utils/callbacks.py and core/data/tools/colabfold_msa_server.py of
+// aqlaboratory/openfold-3: the click options and click's errors, the pydantic models'
+// refusal of unknown keys, the messages that matter to a caller, and the output layout,
+// file names and JSON keys. Its numbers are made up, deterministically from each query's
+// name.
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/goccy/go-yaml"
+)
+
+// sleeperArg makes the program the helper process of a slow run: it ignores SIGTERM and
+// sleeps, as a stuck data-loader worker would.
+const sleeperArg = "__stand_in_sleeper"
+
+func main() { os.Exit(run(os.Args[1:])) }
+
+// option is one click option.
+type option struct {
+	name     string
+	kind     string // int, bool, file (a path that must exist), path
+	required bool
+}
+
+var commands = map[string][]option{
+	"predict": {
+		{name: "--query_json", kind: "file", required: true},
+		{name: "--inference_ckpt_path", kind: "file"},
+		{name: "--num_diffusion_samples", kind: "int"},
+		{name: "--num_model_seeds", kind: "int"},
+		{name: "--runner_yaml", kind: "file"},
+		{name: "--use_msa_server", kind: "bool"},
+		{name: "--use_templates", kind: "bool"},
+		{name: "--output_dir", kind: "path"},
+	},
+	"align-msa-server": {
+		{name: "--query_json", kind: "file", required: true},
+		{name: "--output_dir", kind: "path", required: true},
+		{name: "--msa_computation_settings_yaml", kind: "file"},
+	},
+	"train": {
+		{name: "--runner_yaml", kind: "file", required: true},
+		{name: "--seed", kind: "int"},
+		{name: "--data_seed", kind: "int"},
+	},
+}
+
+func run(args []string) int {
+	if len(args) > 0 && args[0] == sleeperArg {
+		signal.Ignore(syscall.SIGTERM)
+		for {
+			time.Sleep(time.Hour)
+		}
+	}
+	if len(args) == 0 || args[0] == "--help" {
+		fmt.Print("Usage: run_openfold [OPTIONS] COMMAND [ARGS]...\n\nOptions:\n  --help  Show this message and exit.\n\n" +
+			"Commands:\n  align-msa-server  Run MSA server alignment only with ColabFold MSA server.\n" +
+			"  predict           Perform inference on a set of queries defined in the query_json.\n" +
+			"  train             Perform a training experiment with a preprepared dataset cache.\n")
+		return 0
+	}
+	opts, ok := commands[args[0]]
+	if !ok {
+		return usageError("run_openfold [OPTIONS] COMMAND [ARGS]...", "run_openfold --help", fmt.Sprintf("No such command '%s'.", args[0]))
+	}
+	values, code := parse(args[0], opts, args[1:])
+	if values == nil {
+		return code
+	}
+	fmt.Printf("[run_openfold stand-in] %s\n", strings.Join(args, " "))
+	switch args[0] {
+	case "predict":
+		return predict(values)
+	case "align-msa-server":
+		return align(values)
+	}
+	traceback("train", "NotImplementedError: the stand-in does not train")
+	return 1
+}
+
+// parse reads a command's arguments as click does; on an error it prints click's message
+// and returns the exit status.
+func parse(command string, opts []option, args []string) (map[string]string, int) {
+	usage, try := "run_openfold "+command+" [OPTIONS]", "run_openfold "+command+" --help"
+	values := map[string]string{}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--help" {
+			fmt.Printf("Usage: %s\n\nOptions:\n", usage)
+			for _, o := range opts {
+				meta := map[string]string{"int": "INTEGER", "bool": "BOOLEAN", "file": "FILE", "path": "PATH"}[o.kind]
+				req := ""
+				if o.required {
+					req = "  [required]"
+				}
+				fmt.Printf("  %s %s%s\n", o.name, meta, req)
+			}
+			fmt.Print("  --help  Show this message and exit.\n")
+			return nil, 0
+		}
+		name, value, hasValue := strings.Cut(a, "=")
+		if !strings.HasPrefix(a, "-") {
+			return nil, usageError(usage, try, fmt.Sprintf("Got unexpected extra argument (%s)", a))
+		}
+		i0 := slices.IndexFunc(opts, func(o option) bool { return o.name == name })
+		if i0 < 0 {
+			return nil, usageError(usage, try, "No such option: "+name)
+		}
+		if !hasValue {
+			if i+1 >= len(args) {
+				return nil, usageError(usage, try, fmt.Sprintf("Option '%s' requires an argument.", name))
+			}
+			i++
+			value = args[i]
+		}
+		bad := ""
+		switch opts[i0].kind {
+		case "int":
+			if _, err := strconv.Atoi(value); err != nil {
+				bad = fmt.Sprintf("'%s' is not a valid integer.", value)
+			}
+		case "bool":
+			switch strings.ToLower(value) {
+			case "1", "true", "t", "yes", "y", "on":
+				value = "true"
+			case "0", "false", "f", "no", "n", "off":
+				value = "false"
+			default:
+				bad = fmt.Sprintf("'%s' is not a valid boolean.", value)
+			}
+		case "file":
+			if _, err := os.Stat(value); err != nil {
+				bad = fmt.Sprintf("Path '%s' does not exist.", value)
+			}
+		}
+		if bad != "" {
+			return nil, usageError(usage, try, fmt.Sprintf("Invalid value for '%s': %s", name, bad))
+		}
+		values[name] = value
+	}
+	for _, o := range opts {
+		if _, ok := values[o.name]; o.required && !ok {
+			return nil, usageError(usage, try, fmt.Sprintf("Missing option '%s'.", o.name))
+		}
+	}
+	return values, 0
+}
+
+func usageError(usage, try, msg string) int {
+	fmt.Fprintf(os.Stderr, "Usage: %s\nTry '%s' for help.\n\nError: %s\n", usage, try, msg)
+	return 2
+}
+
+// traceback prints a Python traceback ending in err.
+func traceback(where, err string) {
+	fmt.Fprintf(os.Stderr, "Traceback (most recent call last):\n  File \"/opt/openfold3/openfold3/run_openfold.py\", line 170, in %s\n    raise\n%s\n", where, err)
+}
+
+// chain and query are the pydantic models Chain and Query of inference_query_format.py.
+type chain struct {
+	MoleculeType         string            `json:"molecule_type"`
+	ChainIDs             stringList        `json:"chain_ids"`
+	Sequence             *string           `json:"sequence"`
+	NonCanonicalResidues map[string]string `json:"non_canonical_residues"`
+	SMILES               *string           `json:"smiles"`
+	CCDCodes             stringList        `json:"ccd_codes"`
+	PairedMSAFilePaths   stringList        `json:"paired_msa_file_paths"`
+	MainMSAFilePaths     stringList        `json:"main_msa_file_paths"`
+	TemplateAlignment    *string           `json:"template_alignment_file_path"`
+	TemplateEntryChains  stringList        `json:"template_entry_chain_ids"`
+	SDFFilePath          *string           `json:"sdf_file_path"`
+}
+
+type query struct {
+	QueryName     *string         `json:"query_name"`
+	Chains        []chain         `json:"chains"`
+	UseMSAs       *bool           `json:"use_msas"`
+	UsePairedMSAs *bool           `json:"use_paired_msas"`
+	UseMainMSAs   *bool           `json:"use_main_msas"`
+	CovalentBonds json.RawMessage `json:"covalent_bonds"`
+}
+
+type querySet struct {
+	Seeds   []int            `json:"seeds"`
+	Queries map[string]query `json:"queries"`
+}
+
+// stringList is a list that a single string also fills (_ensure_list).
+type stringList []string
+
+func (l *stringList) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		*l = []string{s}
+		return nil
+	}
+	var ss []string
+	if err := json.Unmarshal(b, &ss); err != nil {
+		return err
+	}
+	*l = ss
+	return nil
+}
+
+// readQuerySet reads a query JSON as InferenceQuerySet.from_json does: unknown keys of a
+// chain are errors, paths must exist, and a chain's molecule type must be known.
+func readQuerySet(path string) (*querySet, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var raw struct {
+		Queries map[string]struct {
+			Chains []map[string]json.RawMessage `json:"chains"`
+		} `json:"queries"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, fmt.Errorf("1 validation error for InferenceQuerySet\n  Invalid JSON: %v", err)
+	}
+	known := []string{"molecule_type", "chain_ids", "sequence", "non_canonical_residues", "smiles", "ccd_codes",
+		"paired_msa_file_paths", "main_msa_file_paths", "template_alignment_file_path", "template_entry_chain_ids", "sdf_file_path"}
+	for name, q := range raw.Queries {
+		for i, c := range q.Chains {
+			for k := range c {
+				if !slices.Contains(known, k) {
+					return nil, fmt.Errorf("1 validation error for InferenceQuerySet\nqueries.%s.chains.%d.%s\n  Extra inputs are not permitted [type=extra_forbidden]", name, i, k)
+				}
+			}
+		}
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	var qs querySet
+	if err := dec.Decode(&qs); err != nil {
+		return nil, fmt.Errorf("1 validation error for InferenceQuerySet\n  %v", err)
+	}
+	for name, q := range qs.Queries {
+		for i, c := range q.Chains {
+			if !slices.Contains([]string{"PROTEIN", "RNA", "DNA", "LIGAND"}, strings.ToUpper(c.MoleculeType)) {
+				return nil, fmt.Errorf("queries.%s.chains.%d.molecule_type: invalid value %q", name, i, c.MoleculeType)
+			}
+			if len(c.ChainIDs) == 0 {
+				return nil, fmt.Errorf("queries.%s.chains.%d.chain_ids: field required", name, i)
+			}
+			for _, p := range append(slices.Clone(c.MainMSAFilePaths), c.PairedMSAFilePaths...) {
+				if _, err := os.Stat(p); err != nil {
+					return nil, fmt.Errorf("queries.%s.chains.%d: Path does not point to a file [type=path_not_file, input_value='%s']", name, i, p)
+				}
+			}
+		}
+	}
+	return &qs, nil
+}
+
+// known keys of the runner YAML's sections (InferenceExperimentConfig and its models).
+var runnerKeys = map[string][]string{
+	"":                         {"experiment_settings", "pl_trainer_args", "model_update", "inference_ckpt_path", "cache_path", "data_module_args", "dataset_config_kwargs", "output_writer_settings", "msa_computation_settings", "template_preprocessor_settings"},
+	"experiment_settings":      {"mode", "output_dir", "log_dir", "seeds", "num_seeds", "use_msa_server", "use_templates", "skip_existing"},
+	"model_update":             {"presets", "custom"},
+	"output_writer_settings":   {"structure_format", "full_confidence_output_format", "write_features", "write_latent_outputs"},
+	"msa_computation_settings": {"msa_file_format", "server_user_agent", "server_url", "save_mappings", "msa_output_directory", "cleanup_msa_dir"},
+}
+
+// runner is what the stand-in takes from the runner YAML.
+type runner struct {
+	seeds          []int
+	presets        []string
+	recycles       int
+	steps          int
+	format         string
+	accelerator    string
+	evoAttention   bool
+	cuEquivariance bool
+	useMSAServer   bool
+}
+
+func readRunner(path string) (*runner, error) {
+	r := &runner{seeds: []int{42}, presets: []string{"predict", "pae_enabled"}, recycles: 3, steps: 200, format: "cif",
+		accelerator: "gpu", evoAttention: true}
+	if path == "" {
+		return r, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("yaml: %v", err)
+	}
+	for section, keys := range runnerKeys {
+		m := doc
+		if section != "" {
+			m, _ = doc[section].(map[string]any)
+		}
+		for k := range m {
+			if !slices.Contains(keys, k) {
+				where := k
+				if section != "" {
+					where = section + "." + k
+				}
+				return nil, fmt.Errorf("1 validation error for InferenceExperimentConfig\n%s\n  Extra inputs are not permitted [type=extra_forbidden]", where)
+			}
+		}
+	}
+	get := func(path ...string) any {
+		var v any = doc
+		for _, p := range path {
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil
+			}
+			v = m[p]
+		}
+		return v
+	}
+	if v, ok := get("experiment_settings", "seeds").([]any); ok {
+		r.seeds = nil
+		for _, s := range v {
+			r.seeds = append(r.seeds, toInt(s))
+		}
+	}
+	if v, ok := get("experiment_settings", "use_msa_server").(bool); ok {
+		r.useMSAServer = v
+	}
+	if v, ok := get("model_update", "presets").([]any); ok {
+		r.presets = nil
+		for _, s := range v {
+			r.presets = append(r.presets, fmt.Sprint(s))
+		}
+	}
+	if v := get("model_update", "custom", "architecture", "shared", "num_recycles"); v != nil {
+		r.recycles = toInt(v)
+	}
+	if v := get("model_update", "custom", "architecture", "shared", "diffusion", "no_full_rollout_steps"); v != nil {
+		r.steps = toInt(v)
+	}
+	if v, ok := get("model_update", "custom", "settings", "memory", "eval", "use_deepspeed_evo_attention").(bool); ok {
+		r.evoAttention = v
+	}
+	if v, ok := get("model_update", "custom", "settings", "memory", "eval", "use_cueq_triangle_kernels").(bool); ok {
+		r.cuEquivariance = v
+	}
+	if v, ok := get("output_writer_settings", "structure_format").(string); ok {
+		if v != "cif" && v != "pdb" {
+			return nil, fmt.Errorf("output_writer_settings.structure_format: Input should be 'pdb' or 'cif'")
+		}
+		r.format = v
+	}
+	if v, ok := get("pl_trainer_args", "accelerator").(string); ok {
+		r.accelerator = v
+	}
+	return r, nil
+}
+
+func toInt(v any) int {
+	switch n := v.(type) {
+	case uint64:
+		return int(n)
+	case int64:
+		return int(n)
+	case int:
+		return n
+	case float64:
+		return int(n)
+	}
+	return 0
+}
+
+// score is a made-up number in [lo, hi), fixed by the words.
+func score(lo, hi float64, words ...string) float64 {
+	h := sha256.Sum256([]byte(strings.Join(words, "\x00")))
+	return lo + (hi-lo)*float64(h[0])/256
+}
+
+func hash(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:8])
+}
+
+func writeJSON(path string, v any) {
+	b, _ := json.MarshalIndent(v, "", "    ")
+	_ = os.WriteFile(path, b, 0o644)
+}
+
+func tqdm(n, total int) string {
+	pct := 0
+	if total > 0 {
+		pct = 100 * n / total
+	}
+	bar := strings.Repeat("█", pct/10) + strings.Repeat(" ", 10-pct/10)
+	return fmt.Sprintf("Predicting DataLoader 0: %3d%%|%s| %d/%d [00:00<00:00, 10.00it/s]", pct, bar, n, total)
+}
+
+func predict(opts map[string]string) int {
+	r, err := readRunner(opts["--runner_yaml"])
+	if err != nil {
+		traceback("predict", "pydantic_core._pydantic_core.ValidationError: "+err.Error())
+		return 1
+	}
+	if opts["--use_msa_server"] != "false" || opts["--use_templates"] != "false" {
+		// The click defaults are true: without false on the command line the tool goes to
+		// the ColabFold server, which a test machine cannot reach.
+		traceback("predict", "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='api.colabfold.com', port=443): Max retries exceeded")
+		return 1
+	}
+	if opts["--inference_ckpt_path"] == "" {
+		fmt.Print("Download openfold3_params/of3_ft3_v1.pt (2.08 GB) from s3://openfold to ~/.openfold3/of3_ft3_v1.pt? (yes/no): ")
+		traceback("predict", "EOFError: EOF when reading a line")
+		return 1
+	}
+	qs, err := readQuerySet(opts["--query_json"])
+	if err != nil {
+		traceback("predict", "pydantic_core._pydantic_core.ValidationError: "+err.Error())
+		return 1
+	}
+	out := opts["--output_dir"]
+	if out == "" {
+		out = "."
+	}
+	samples := 5
+	if v := opts["--num_diffusion_samples"]; v != "" {
+		samples, _ = strconv.Atoi(v)
+	}
+	pae := slices.Contains(r.presets, "pae_enabled")
+	fmt.Printf("INFO:openfold3.entry_points.experiment_runner:Set diffusion samples to %d\n", samples)
+	fmt.Printf("[run_openfold stand-in] accelerator %s, seeds %v, presets %v, num_recycles %d, no_full_rollout_steps %d, "+
+		"use_deepspeed_evo_attention %t, use_cueq_triangle_kernels %t, structure_format %s\n",
+		r.accelerator, r.seeds, r.presets, r.recycles, r.steps, r.evoAttention, r.cuEquivariance, r.format)
+	if err := os.MkdirAll(filepath.Join(out, "logs"), 0o755); err != nil {
+		traceback("predict", "OSError: "+err.Error())
+		return 1
+	}
+	writeJSON(filepath.Join(out, "inference_query_set.json"), qs)
+	fmt.Printf("INFO:openfold3.entry_points.experiment_runner:Loading weights from %s\n", opts["--inference_ckpt_path"])
+	fmt.Println("INFO:openfold3.entry_points.experiment_runner:Beginning inference prediction")
+
+	names := make([]string, 0, len(qs.Queries))
+	for n := range qs.Queries {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	total := len(names) * len(r.seeds)
+	var failed []string
+	step := 0
+	fmt.Printf("\r%s", tqdm(0, total))
+	for _, name := range names {
+		q := qs.Queries[name]
+		for _, seed := range r.seeds {
+			step++
+			switch {
+			case strings.HasPrefix(name, "crash"):
+				fmt.Println()
+				traceback("predict", "RuntimeError: CUDA error: an illegal memory access was encountered")
+				return 1
+			case strings.HasPrefix(name, "fail"):
+				fmt.Printf("\nWARNING:openfold3.core.data.framework.single_datasets.inference:----------------------------------------\n"+
+					"Failed to process %s with preferredException type: ValueError\nTraceback: Traceback (most recent call last):\n"+
+					"  File \"/opt/openfold3/openfold3/core/data/framework/single_datasets/inference.py\", line 333, in __getitem__\n"+
+					"    features = self.create_all_features(query)\nValueError: Unknown CCD code ZZZ for chain L\n"+
+					"----------------------------------------\n", name)
+				failed = append(failed, name)
+			case strings.HasPrefix(name, "oom"):
+				fmt.Printf("\nERROR:openfold3.projects.of3_all_atom.runner:OOM for query_id(s) %s. See %s/logs/predict_err_rank0.log for details.\n", name, out)
+				logError(out, name, "OutOfMemoryError", "CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total capacity of 39.39 GiB")
+				failed = append(failed, name)
+			default:
+				if strings.HasPrefix(name, "slow") && !slow(name) {
+					return 1
+				}
+				started := time.Now()
+				describe(name, q)
+				writeQuery(out, name, seed, q, samples, r.format, pae)
+				writeJSON(filepath.Join(out, name, fmt.Sprintf("seed_%d", seed), "timing.json"),
+					map[string]float64{"runtime_s": time.Since(started).Seconds() + score(0.5, 2, name, "time")})
+			}
+			fmt.Printf("\r%s", tqdm(step, total))
+		}
+	}
+	fmt.Println()
+	summary := fmt.Sprintf("\n%s\n    PREDICTION SUMMARY (COMPLETE)    \n%s\nTotal Queries Processed: %d\n  - Successful Queries:  %d\n  - Failed Queries:      %d\n",
+		strings.Repeat("=", 50), strings.Repeat("=", 50), total, total-len(failed), len(failed))
+	if len(failed) > 0 {
+		sort.Strings(failed)
+		summary += "\nFailed Queries: " + strings.Join(failed, ", ") + "\n"
+	}
+	summary += strings.Repeat("=", 50) + "\n"
+	_ = os.WriteFile(filepath.Join(out, "summary.txt"), []byte(summary), 0o644)
+	fmt.Print(summary)
+	return 0
+}
+
+// describe prints how the stand-in reads a query's alignments, for tests to check.
+func describe(name string, q query) {
+	useMSAs := q.UseMSAs == nil || *q.UseMSAs
+	for _, c := range q.Chains {
+		what := "no alignment"
+		switch {
+		case !useMSAs:
+			what = "single-sequence (use_msas false)"
+		case len(c.MainMSAFilePaths) > 0:
+			what = fmt.Sprintf("main %s (%d rows)", filepath.Base(filepath.Dir(c.MainMSAFilePaths[0]))+"/"+filepath.Base(c.MainMSAFilePaths[0]), rows(c.MainMSAFilePaths[0]))
+			if len(c.PairedMSAFilePaths) > 0 {
+				what += fmt.Sprintf(", paired %d rows", rows(c.PairedMSAFilePaths[0]))
+			}
+		}
+		fmt.Printf("[run_openfold stand-in] %s chains %s (%s): %s\n", name, strings.Join(c.ChainIDs, ","), strings.ToLower(c.MoleculeType), what)
+	}
+}
+
+func rows(path string) int {
+	b, _ := os.ReadFile(path)
+	return strings.Count(string(b), ">")
+}
+
+func logError(out, name, typ, msg string) {
+	f, err := os.OpenFile(filepath.Join(out, "logs", "predict_err_rank0.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "==================================================\nTimestamp: 2026-01-01 00:00:00\nQuery ID(s): %s\n"+
+		"Error Type: %s\nError Message: %s\n--------------------------------------------------\nTraceback:Traceback (most recent call last):\n"+
+		"  File \"runner.py\", line 640, in predict_step\n%s: %s\n==================================================", name, typ, msg, typ, msg)
+}
+
+// slow is the prediction of a slow query: 30 s of progress lines, with a helper process
+// that ignores SIGTERM (its pid in hang.pid in the working folder), so that a cancel must
+// stop the whole process group.
+func slow(name string) bool {
+	helper := exec.Command(os.Args[0], sleeperArg)
+	if err := helper.Start(); err != nil {
+		traceback("predict", "OSError: "+err.Error())
+		return false
+	}
+	if err := os.WriteFile("hang.pid", []byte(strconv.Itoa(helper.Process.Pid)), 0o644); err != nil {
+		traceback("predict", "OSError: "+err.Error())
+		return false
+	}
+	for i := range 300 {
+		fmt.Printf("[run_openfold stand-in] %s: diffusion step %d of 300\n", name, i+1)
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = helper.Process.Kill()
+	_ = helper.Wait()
+	return true
+}
+
+// atom is one atom the stand-in places: a CA per residue, one atom per ligand.
+type atom struct {
+	chain, resName, element, name string
+	resSeq                        int
+}
+
+var protein3 = map[byte]string{'A': "ALA", 'R': "ARG", 'N': "ASN", 'D': "ASP", 'C': "CYS", 'Q': "GLN", 'E': "GLU", 'G': "GLY",
+	'H': "HIS", 'I': "ILE", 'L': "LEU", 'K': "LYS", 'M': "MET", 'F': "PHE", 'P': "PRO", 'S': "SER", 'T': "THR", 'W': "TRP",
+	'Y': "TYR", 'V': "VAL"}
+
+func atoms(q query) []atom {
+	var out []atom
+	smiles := map[string]string{}
+	for _, c := range q.Chains {
+		if c.SMILES != nil {
+			smiles[*c.SMILES] = ""
+		}
+	}
+	keys := make([]string, 0, len(smiles))
+	for s := range smiles {
+		keys = append(keys, s)
+	}
+	sort.Strings(keys)
+	for i, s := range keys {
+		smiles[s] = fmt.Sprintf("LIG%d", i)
+	}
+	for _, c := range q.Chains {
+		for _, id := range c.ChainIDs {
+			switch strings.ToUpper(c.MoleculeType) {
+			case "LIGAND":
+				res := "UNL"
+				if c.SMILES != nil {
+					res = smiles[*c.SMILES]
+				} else if len(c.CCDCodes) > 0 {
+					res = c.CCDCodes[0]
+				}
+				out = append(out, atom{chain: id, resName: res, element: "C", name: "C1", resSeq: 1})
+			default:
+				for i := 0; i < len(*c.Sequence); i++ {
+					res := protein3[(*c.Sequence)[i]]
+					name := "CA"
+					if m := strings.ToUpper(c.MoleculeType); m != "PROTEIN" {
+						res, name = string((*c.Sequence)[i]), "P"
+						if m == "DNA" {
+							res = "D" + res
+						}
+					}
+					if nc, ok := c.NonCanonicalResidues[strconv.Itoa(i+1)]; ok {
+						res = nc
+					}
+					if res == "" {
+						res = "UNK"
+					}
+					out = append(out, atom{chain: id, resName: res, element: name[:1], name: name, resSeq: i + 1})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// writeQuery writes one query's samples for one seed, as OF3OutputWriter does.
+func writeQuery(out, name string, seed int, q query, samples int, format string, pae bool) {
+	dir := filepath.Join(out, name, fmt.Sprintf("seed_%d", seed))
+	_ = os.MkdirAll(dir, 0o755)
+	as := atoms(q)
+	var chains []string
+	for _, a := range as {
+		if !slices.Contains(chains, a.chain) {
+			chains = append(chains, a.chain)
+		}
+	}
+	for k := 1; k <= samples; k++ {
+		sampleName := strconv.Itoa(k)
+		prefix := filepath.Join(dir, fmt.Sprintf("%s_seed_%d_sample_%d", name, seed, k))
+		plddt := make([]float64, len(as))
+		for i := range as {
+			plddt[i] = math.Round(score(30, 95, name, sampleName, strconv.Itoa(i))*100) / 100
+		}
+		writeStructure(prefix+"_model."+format, format, name, as, plddt, k)
+		n := len(as)
+		pde := make([][]float64, n)
+		for i := range pde {
+			pde[i] = make([]float64, n)
+			for j := range pde[i] {
+				pde[i][j] = math.Abs(float64(i-j)) / 4
+			}
+		}
+		writeJSON(prefix+"_confidences.json", map[string]any{"plddt": plddt, "pde": pde})
+		mean := 0.0
+		for _, v := range plddt {
+			mean += v
+		}
+		agg := map[string]any{"avg_plddt": mean / float64(max(n, 1)), "gpde": score(0.5, 3, name, sampleName, "gpde")}
+		if pae {
+			// Later samples score better, so that generation order is not rank order.
+			ptm := score(0.3, 0.5, name, sampleName, "ptm") + 0.08*float64(k)
+			iptm := score(0.2, 0.45, name, sampleName, "iptm") + 0.08*float64(k)
+			chainPTM := map[string]float64{}
+			pairs := map[string]float64{}
+			for _, a := range chains {
+				chainPTM[a] = score(0.3, 0.95, name, sampleName, a)
+				for _, b := range chains {
+					pairs[fmt.Sprintf("(%s, %s)", a, b)] = score(0.2, 0.9, name, sampleName, a, b)
+				}
+			}
+			agg["ptm"], agg["iptm"] = ptm, iptm
+			agg["disorder"], agg["has_clash"] = 0.0, 0.0
+			agg["sample_ranking_score"] = 0.8*iptm + 0.2*ptm
+			agg["chain_ptm"], agg["chain_pair_iptm"], agg["bespoke_iptm"] = chainPTM, pairs, pairs
+		}
+		writeJSON(prefix+"_confidences_aggregated.json", agg)
+	}
+}
+
+// writeStructure writes made-up coordinates as mmCIF or PDB, pLDDT in the B-factor.
+func writeStructure(path, format, name string, as []atom, plddt []float64, sample int) {
+	var b strings.Builder
+	coord := func(i int) (float64, float64, float64) {
+		return 3.8 * float64(i), float64(sample), 0
+	}
+	if format == "pdb" {
+		for i, a := range as {
+			x, y, z := coord(i)
+			fmt.Fprintf(&b, "ATOM  %5d  %-3s %3s %1s%4d    %8.3f%8.3f%8.3f%6.2f%6.2f          %2s\n",
+				i+1, a.name, a.resName, a.chain, a.resSeq, x, y, z, 1.0, plddt[i], a.element)
+		}
+		b.WriteString("END\n")
+	} else {
+		fmt.Fprintf(&b, "data_%s\n#\nloop_\n_atom_site.group_PDB\n_atom_site.id\n_atom_site.type_symbol\n_atom_site.label_atom_id\n"+
+			"_atom_site.label_comp_id\n_atom_site.label_asym_id\n_atom_site.label_seq_id\n_atom_site.auth_asym_id\n"+
+			"_atom_site.Cartn_x\n_atom_site.Cartn_y\n_atom_site.Cartn_z\n_atom_site.occupancy\n_atom_site.B_iso_or_equiv\n", name)
+		for i, a := range as {
+			x, y, z := coord(i)
+			fmt.Fprintf(&b, "ATOM %d %s %s %s %s %d %s %.3f %.3f %.3f 1.00 %.2f\n", i+1, a.element, a.name, a.resName, a.chain, a.resSeq, a.chain, x, y, z, plddt[i])
+		}
+		b.WriteString("#\n")
+	}
+	_ = os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// align is align-msa-server: it "searches" every protein chain's sequence and writes the
+// files preprocess_colabfold_msas does, then query_msa.json with their paths.
+func align(opts map[string]string) int {
+	out := opts["--output_dir"]
+	settings := map[string]any{"msa_file_format": "npz", "server_url": "https://api.colabfold.com"}
+	if path := opts["--msa_computation_settings_yaml"]; path != "" {
+		b, _ := os.ReadFile(path)
+		var doc map[string]any
+		if err := yaml.Unmarshal(b, &doc); err != nil {
+			traceback("align_msa_server", "yaml.YAMLError: "+err.Error())
+			return 1
+		}
+		for k, v := range doc {
+			if !slices.Contains(runnerKeys["msa_computation_settings"], k) {
+				traceback("align_msa_server", "pydantic_core._pydantic_core.ValidationError: 1 validation error for MsaComputationSettings\n"+k+"\n  Extra inputs are not permitted")
+				return 1
+			}
+			settings[k] = v
+		}
+	}
+	qs, err := readQuerySet(opts["--query_json"])
+	if err != nil {
+		traceback("align_msa_server", "pydantic_core._pydantic_core.ValidationError: "+err.Error())
+		return 1
+	}
+	fmt.Printf("WARNING:openfold3.core.data.tools.colabfold_msa_server:Using output directory: %s for ColabFold MSAs.\n", out)
+	format := fmt.Sprint(settings["msa_file_format"])
+	for name, q := range qs.Queries {
+		if strings.HasPrefix(name, "alignfail") {
+			traceback("align_msa_server", fmt.Sprintf("Exception: MMseqs2 API is giving errors. Please confirm your input is a valid protein sequence. If error persists, please try again an hour later. (server %v)", settings["server_url"]))
+			return 1
+		}
+		var seqs []string
+		for _, c := range q.Chains {
+			if strings.ToUpper(c.MoleculeType) == "PROTEIN" && !slices.Contains(seqs, *c.Sequence) {
+				seqs = append(seqs, *c.Sequence)
+			}
+		}
+		complexID := hash(strings.Join(sorted(seqs), ""))
+		for i, c := range q.Chains {
+			if strings.ToUpper(c.MoleculeType) != "PROTEIN" {
+				continue
+			}
+			rep := hash(*c.Sequence)
+			main := filepath.Join(out, "main", rep, "colabfold_main.a3m")
+			if format == "npz" {
+				main = filepath.Join(out, "main", rep+".npz")
+			}
+			writeA3M(main, *c.Sequence, 5)
+			c.MainMSAFilePaths = []string{main}
+			if len(seqs) > 1 {
+				paired := filepath.Join(out, "paired", complexID, rep, "colabfold_paired.a3m")
+				writeA3M(paired, *c.Sequence, 3)
+				c.PairedMSAFilePaths = []string{paired}
+			}
+			q.Chains[i] = c
+		}
+		qs.Queries[name] = q
+	}
+	writeJSON(filepath.Join(out, "query_msa.json"), qs)
+	return 0
+}
+
+func sorted(ss []string) []string {
+	out := slices.Clone(ss)
+	sort.Strings(out)
+	return out
+}
+
+// writeA3M writes an alignment of the query and n-1 made-up hits.
+func writeA3M(path, seq string, n int) {
+	_ = os.MkdirAll(filepath.Dir(path), 0o755)
+	var b strings.Builder
+	fmt.Fprintf(&b, ">101\n%s\n", seq)
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&b, ">UniRef100_hit%d\n%s\n", i, strings.Repeat("-", i%len(seq))+seq[i%len(seq):])
+	}
+	_ = os.WriteFile(path, []byte(b.String()), 0o644)
+}
