@@ -238,9 +238,15 @@ func (o *outcome) runtimes(targets []toolkit.Target, wall time.Duration) {
 	for _, t := range targets {
 		own += o.mon.forward[t.Row.ID]
 	}
+	// The tools log model time to a hundredth of a second; a run shorter than what they
+	// logged keeps the rows' proportions and adds up to the wall time still.
+	scale := 1.0
+	if own > wall.Seconds() {
+		scale = wall.Seconds() / own
+	}
 	share := max(wall.Seconds()-own, 0) / float64(max(len(targets), 1))
 	for i := range targets {
-		targets[i].Row.RuntimeS = math.Round((o.mon.forward[targets[i].Row.ID]+share)*1000) / 1000
+		targets[i].Row.RuntimeS = math.Round((o.mon.forward[targets[i].Row.ID]*scale+share)*1000) / 1000
 	}
 }
 
