@@ -8,6 +8,7 @@ import (
 	"github.com/chaperone-bio/chaperone/app"
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/boltz"
+	"github.com/chaperone-bio/chaperone/engine/protenix"
 )
 
 // builtinEngines are the engines of real upstream tools that this build offers, set up
@@ -15,7 +16,13 @@ import (
 func builtinEngines(msaServer string) []engine.Engine {
 	return []engine.Engine{
 		boltz.New(boltz.Config{MSAServerURL: msaServer, GPU: len(app.GPUs()) > 0}),
+		protenix.New(protenixConfig(msaServer)), protenix.NewOpenDDE(protenixConfig(msaServer)), protenix.NewOpenDDEAbAg(protenixConfig(msaServer)),
 	}
+}
+
+// protenixConfig sets up the engines of Protenix and OpenDDE for this machine.
+func protenixConfig(msaServer string) protenix.Config {
+	return protenix.Config{MSAServerURL: msaServer, GPU: len(app.GPUs()) > 0}
 }
 
 // msaServerURL checks the --msa-server setting and returns it without a trailing slash,
