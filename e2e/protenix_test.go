@@ -149,7 +149,9 @@ func TestProtenixInputForms(t *testing.T) {
 		check  func(row map[string]any, paths map[string]map[string]any) bool
 	}{
 		{"YAML with DNA, ligand, ion and a modification", map[string]any{"model": "protenix-v2", "input": yamlInput}, 5,
-			func(row map[string]any, _ map[string]map[string]any) bool { return row["msa"] == false && row["iptm"] != nil }},
+			func(row map[string]any, _ map[string]map[string]any) bool {
+				return row["msa"] == false && row["iptm"] != nil
+			}},
 		{"FASTA with Boltz headers", map[string]any{"model": "protenix-v2", "input": ">A|protein|empty\nMKTAYIAKQR\n>B|rna\nACGUACGU\n>C|ccd\nSAH\n"}, 3,
 			func(row map[string]any, _ map[string]map[string]any) bool { return row["n_residues"] == 19.0 }},
 		{"plain FASTA, single-sequence, as PDB", map[string]any{"model": "protenix-v2", "input": ">sp|P69905|HBA_HUMAN\nMVLSPADKTNVKAAWGKV\n>beta\nMVHLTPEEKSAV\n",
@@ -159,7 +161,9 @@ func TestProtenixInputForms(t *testing.T) {
 			}},
 		{"YAML with an inline alignment", map[string]any{"model": "protenix-v2", "input": "sequences:\n  - protein:\n      id: [A, B]\n      sequence: MKTAYIAK\n" +
 			"      msa: |\n        >query\n        MKTAYIAK\n        >hit\n        MKT-YIsAK\n"}, 2,
-			func(row map[string]any, _ map[string]map[string]any) bool { return row["msa"] == true && row["n_residues"] == 16.0 }},
+			func(row map[string]any, _ map[string]map[string]any) bool {
+				return row["msa"] == true && row["n_residues"] == 16.0
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
