@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chaperone-bio/chaperone/app"
 	"github.com/chaperone-bio/chaperone/engine"
@@ -122,13 +121,7 @@ func TestOpenDDETargetsWithFailures(t *testing.T) {
 
 func TestOpenDDECancelStopsTheProcessTree(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, withOpenDDE(t, openDDERoot(t, false)))
-	id := s.create("/v1/predictions", map[string]any{"model": "opendde", "targets": []map[string]any{{"name": "slow", "content": ">A|protein|empty\nMKTAYIAK\n"}}})
-	pid := waitForPIDFile(t, s.dir, id)
-	s.waitFor(id, 20*time.Second, func(j map[string]any) bool { return j["stage"] == "inference" })
-	s.post("/v1/jobs/"+id+"/cancel", nil).expect(http.StatusOK)
-	s.waitStatus(id, "canceled")
-	waitProcessGone(t, pid, 10*time.Second)
+	cancelStopsTheProcessTree(t, startServer(t, withOpenDDE(t, openDDERoot(t, false))), "opendde")
 }
 
 // TestOpenDDEAbAgNeedsItsCheckpoint: without opendde_abag.pt in OpenDDE's data folder,
@@ -155,10 +148,7 @@ func TestOpenDDERefusals(t *testing.T) {
 		b, _ := json.Marshal(map[string]any{"model": model, "input": text})
 		return string(b)
 	}
-	tests := []struct {
-		name, body string
-		detail     []string
-	}{
+	wantRefused(t, s, []refusal{
 		{"a ligand", input("opendde", ">A|protein\nMKTAY\n>L|smiles\nCCO\n"), []string{"chain L is a ligand, which opendde does not take"}},
 		{"an ion", input("opendde-abag", "sequences:\n  - protein: {id: A, sequence: MKTAY}\n  - ligand: {id: M, ccd: MG}\n"), []string{"chain M is a ligand, which opendde-abag does not take"}},
 		{"DNA", input("opendde", ">A|protein\nMK\n>D|dna\nACGT\n"), []string{"chain D is DNA, which opendde does not take"}},
@@ -167,13 +157,5 @@ func TestOpenDDERefusals(t *testing.T) {
 		{"an alignment beside a server chain", input("opendde-abag", "sequences:\n  - protein:\n      id: A\n      sequence: MKTAYI\n      msa: |\n        >q\n        MKTAYI\n  - protein: {id: B, sequence: GG}\n"),
 			[]string{"chain B would be aligned on the MSA server while chain A has the alignment you sent"}},
 		{"cyclic", input("opendde", "sequences:\n  - protein: {id: A, sequence: MKTAY, cyclic: true}\n"), []string{"chain A is cyclic, which opendde does not take"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			detail := s.post("/v1/predictions", tt.body).problem(http.StatusBadRequest, "invalid-input")
-			for _, want := range tt.detail {
-				mustf(t, strings.Contains(detail, want), "detail %q lacks %q", detail, want)
-			}
-		})
-	}
+	})
 }

@@ -210,8 +210,13 @@ func TestProtenixTargetsWithFailures(t *testing.T) {
 
 func TestProtenixCancelStopsTheProcessTree(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, withProtenix(t))
-	id := s.create("/v1/predictions", map[string]any{"model": "protenix-v2", "targets": []map[string]any{{"name": "slow", "content": ">A|protein|empty\nMKTAYIAK\n"}}})
+	cancelStopsTheProcessTree(t, startServer(t, withProtenix(t)), "protenix-v2")
+}
+
+// cancelStopsTheProcessTree cancels a job of model on a slow target of the stand-in once it
+// is in inference: its process tree, with a helper that ignores SIGTERM, must go.
+func cancelStopsTheProcessTree(t *testing.T, s *server, model string) {
+	id := s.create("/v1/predictions", map[string]any{"model": model, "targets": []map[string]any{{"name": "slow", "content": ">A|protein|empty\nMKTAYIAK\n"}}})
 	pid := waitForPIDFile(t, s.dir, id)
 	s.waitFor(id, 20*time.Second, func(j map[string]any) bool { return j["stage"] == "inference" })
 	s.post("/v1/jobs/"+id+"/cancel", nil).expect(http.StatusOK)
@@ -233,10 +238,7 @@ func TestProtenixRefusals(t *testing.T) {
 		}
 		return string(b)
 	}
-	tests := []struct {
-		name, body string
-		detail     []string
-	}{
+	wantRefused(t, s, []refusal{
 		{"selenocysteine", input("sequences:\n  - protein: {id: A, sequence: MKUAY}\n"), []string{"chain A: residue 3 is U, which protenix-v2 does not read"}},
 		{"pyrrolysine", input(">A|protein\nMKOAY\n"), []string{"residue 3 is O"}},
 		{"an inline alignment next to a server chain", input("sequences:\n  - protein:\n      id: A\n      sequence: MKTAYI\n      msa: |\n        >q\n        MKTAYI\n  - protein: {id: B, sequence: GG}\n"),
@@ -248,11 +250,20 @@ func TestProtenixRefusals(t *testing.T) {
 		{"cyclic", input("sequences:\n  - protein: {id: A, sequence: MKTAY, cyclic: true}\n"), []string{"chain A is cyclic, which protenix-v2 does not take"}},
 		{"two-character chains in PDB output", input("sequences:\n  - protein: {id: AB, sequence: MK}\n", `{"output_format": "pdb"}`), []string{"the PDB format holds one character per chain id"}},
 		{"more residues than the model takes", input("sequences:\n  - protein: {id: [A, B], sequence: " + strings.Repeat("A", 600) + "}\n"), []string{"protenix-v2 takes at most 1024"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			detail := s.post("/v1/predictions", tt.body).problem(http.StatusBadRequest, "invalid-input")
-			for _, want := range tt.detail {
+	})
+}
+
+// refusal is a request a model must refuse with a 400 whose detail holds every one of detail.
+type refusal struct {
+	name, body string
+	detail     []string
+}
+
+func wantRefused(t *testing.T, s *server, refusals []refusal) {
+	for _, r := range refusals {
+		t.Run(r.name, func(t *testing.T) {
+			detail := s.post("/v1/predictions", r.body).problem(http.StatusBadRequest, "invalid-input")
+			for _, want := range r.detail {
 				mustf(t, strings.Contains(detail, want), "detail %q lacks %q", detail, want)
 			}
 		})

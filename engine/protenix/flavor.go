@@ -45,14 +45,10 @@ var protenixFlavor = &flavor{
 	cacheKind:     "protenix msa v1",
 }
 
-const (
-	openDDEInstall = `OpenDDE (uv pip install --torch-backend cu126 "opendde[gpu]")`
-	openDDENeeds   = "OpenDDE 1.0.2 or newer (pip install -U opendde)"
-)
-
 var openDDEFlavor = &flavor{
 	model: "opendde", command: "opendde",
-	install: openDDEInstall, needs: openDDENeeds,
+	install:   `OpenDDE (uv pip install --torch-backend cu126 "opendde[gpu]")`,
+	needs:     "OpenDDE 1.0.2 or newer (pip install -U opendde)",
 	modelName: "opendde_v1",
 	options:   append(commonOptions[:len(commonOptions):len(commonOptions)], "--device"),
 	// bf16 either way: upstream's fp32 default needs about twice the memory (catalog).
@@ -62,17 +58,14 @@ var openDDEFlavor = &flavor{
 	cacheKind: "opendde msa v1",
 }
 
-var openDDEAbAgFlavor = &flavor{
-	model: "opendde-abag", command: "opendde",
-	install: openDDEInstall, needs: openDDENeeds,
-	modelName:   "opendde_v1",
-	options:     append(commonOptions[:len(commonOptions):len(commonOptions)], "--device", "--load_checkpoint_path"),
-	fastKernels: "cuequivariance", plainKernels: "torch",
-	fastDtype: "bf16", plainDtype: "bf16",
-	device:     true,
-	checkpoint: "opendde_abag.pt",
-	missingCheckpoint: "OpenDDE's antibody-antigen checkpoint opendde_abag.pt is not in the checkpoint folder of " +
+// openDDEAbAgFlavor is OpenDDE's with the checkpoint tuned on antibody-antigen complexes.
+var openDDEAbAgFlavor = func() *flavor {
+	f := *openDDEFlavor
+	f.model = "opendde-abag"
+	f.options = append(f.options[:len(f.options):len(f.options)], "--load_checkpoint_path")
+	f.checkpoint = "opendde_abag.pt"
+	f.missingCheckpoint = "OpenDDE's antibody-antigen checkpoint opendde_abag.pt is not in the checkpoint folder of " +
 		"OpenDDE's data root ($OPENDDE_ROOT_DIR, default ~/.cache/opendde); download it from " +
-		"https://huggingface.co/aurekaresearch/OpenDDE into that folder",
-	cacheKind: "opendde msa v1",
-}
+		"https://huggingface.co/aurekaresearch/OpenDDE into that folder"
+	return &f
+}()
