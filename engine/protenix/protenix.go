@@ -23,7 +23,6 @@ package protenix
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 
@@ -104,15 +103,7 @@ func (e *Engine) Check(ctx context.Context, tools engine.Tools) error {
 	if err := e.tool.Check(ctx, tools); err != nil {
 		return err
 	}
-	if e.flavor.checkpoint == "" {
-		return nil
-	}
-	if _, err := os.Stat(e.checkpoint()); err != nil {
-		// The operator knows where the data folder is; the message names it as OpenDDE's
-		// documentation does, without this server's paths.
-		return errors.New(e.flavor.missingCheckpoint)
-	}
-	return nil
+	return e.checkWeights()
 }
 
 // checkpoint is the path of the flavor's own checkpoint.
@@ -125,15 +116,15 @@ func (e *Engine) Run(ctx context.Context, run *engine.Run) (*engine.Output, erro
 	return toolkit.RunSteps(ctx, run, e.tool, e.plan)
 }
 
-// errNoWeights is a run of opendde-abag whose checkpoint went away after the check.
-var errNoWeights = errors.New("the checkpoint this model needs is missing")
-
+// checkWeights finds opendde-abag's checkpoint, at Check and again at a run (the file may
+// have gone since). Its error names the file as OpenDDE's documentation does, without
+// this server's paths, for the 503 that callers see.
 func (e *Engine) checkWeights() error {
 	if e.flavor.checkpoint == "" {
 		return nil
 	}
 	if _, err := os.Stat(e.checkpoint()); err != nil {
-		return fmt.Errorf("%w: %s", errNoWeights, e.flavor.missingCheckpoint)
+		return errors.New(e.flavor.missingCheckpoint)
 	}
 	return nil
 }
