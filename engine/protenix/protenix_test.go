@@ -220,7 +220,7 @@ func TestFailedTargets(t *testing.T) {
 		{"a crash after a good target",
 			`{"name": "a", "content": ">A|protein|empty\nMKTAYIAK"}, {"name": "crash", "content": ">A|protein|empty\nMKTAYIAK"},
 			 {"name": "z", "content": ">A|protein|empty\nMKTAYIAK"}`,
-			map[string]string{"a": "", "crash": "protenix exited before it finished this target (", "z": "protenix exited before"}, ""},
+			map[string]string{"a": "", "crash": "protenix exited before it finished this target (exit code 1); the run log has its output", "z": "protenix exited before"}, ""},
 		{"the search of the input file fails",
 			`{"name": "msafail", "content": ">A|protein\nMKTAYIAK"}, {"name": "b", "content": ">A|protein\nMKTAYIAR"}`,
 			nil, "protenix predicted none of the 2 target(s): msafail: protenix could not run the job's input: msa search failed"},

@@ -208,7 +208,8 @@ func (o *outcome) missing() string {
 		return fmt.Sprintf("%s could not read the job's input: %s", o.tool, firstLine(string(b)))
 	}
 	if o.crash != nil {
-		return fmt.Sprintf("%s exited before it finished this target (%s); the run log has its output", o.tool, firstLine(o.crash.Error()))
+		exit, _, _ := strings.Cut(firstLine(o.crash.Error()), ";")
+		return fmt.Sprintf("%s exited before it finished this target (%s); the run log has its output", o.tool, exit)
 	}
 	return fmt.Sprintf("%s wrote no structure for it and gave no reason; the run log has its output", o.tool)
 }
