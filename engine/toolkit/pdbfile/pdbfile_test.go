@@ -125,3 +125,17 @@ if a != b:
 		t.Errorf("gemmi read %s atoms, want 6", out)
 	}
 }
+
+// FuzzFromMMCIF: any text is converted or refused with an error, never a panic, and what is
+// converted ends as a PDB file does.
+func FuzzFromMMCIF(f *testing.F) {
+	f.Add(protein)
+	f.Add("data_x\nloop_\n_atom_site.label_atom_id\n_atom_site.label_comp_id\n_atom_site.label_asym_id\n_atom_site.Cartn_x\n_atom_site.Cartn_y\n_atom_site.Cartn_z\n'CA' ALA A 1 2 3\n")
+	f.Add(";\ntext\n;\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		pdb, err := FromMMCIF([]byte(text))
+		if err == nil && !strings.HasSuffix(string(pdb), "END\n") {
+			t.Errorf("converted %q to %q", text, pdb)
+		}
+	})
+}
