@@ -9,14 +9,18 @@ import (
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/boltz"
 	"github.com/chaperone-bio/chaperone/engine/openfold3"
+	"github.com/chaperone-bio/chaperone/engine/protenix"
 )
 
 // builtinEngines are the engines of real upstream tools that this build offers, set up
 // for this machine: its GPUs, and the operator's alignment server.
 func builtinEngines(msaServer string) []engine.Engine {
+	gpu := len(app.GPUs()) > 0
+	pc := protenix.Config{MSAServerURL: msaServer, GPU: gpu}
 	return []engine.Engine{
-		boltz.New(boltz.Config{MSAServerURL: msaServer, GPU: len(app.GPUs()) > 0}),
-		openfold3.New(openfold3.Config{MSAServerURL: msaServer, GPU: len(app.GPUs()) > 0}),
+		boltz.New(boltz.Config{MSAServerURL: msaServer, GPU: gpu}),
+		openfold3.New(openfold3.Config{MSAServerURL: msaServer, GPU: gpu}),
+		protenix.New(pc), protenix.NewOpenDDE(pc), protenix.NewOpenDDEAbAg(pc),
 	}
 }
 

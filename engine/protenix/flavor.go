@@ -1,0 +1,71 @@
+package protenix
+
+// flavor is what one model's run differs in between Protenix and OpenDDE.
+type flavor struct {
+	model   string // the catalog model
+	command string // the upstream command, also the engine's name and its key in Tools
+	install string
+	needs   string
+	// modelName is the tool's --model_name.
+	modelName string
+	// options are every option the engine passes to `<command> pred`.
+	options []string
+	// kernels is what --trimul_kernel and --triatt_kernel take for fast and for plain
+	// numerics; dtype the same for --dtype.
+	fastKernels, plainKernels string
+	fastDtype, plainDtype     string
+	// device says the run's accelerator with --device (OpenDDE); Protenix has no such
+	// option and uses CUDA whenever PyTorch sees a GPU.
+	device bool
+	// colabfoldMode passes --msa_server_mode colabfold: Protenix's own mode only talks to
+	// its public server, and only the colabfold mode reads MMSEQS_SERVICE_HOST_URL.
+	colabfoldMode bool
+	// checkpoint is the file under the data folder's checkpoint/ this model runs, passed as
+	// --load_checkpoint_path; empty for the tool's own default.
+	checkpoint        string
+	missingCheckpoint string
+	// cacheKind names the flavor's searches in the alignment cache.
+	cacheKind string
+}
+
+// Options that both tools' `pred` take (runner/batch_inference.py of each).
+var commonOptions = []string{"--input", "--out_dir", "--seeds", "--cycle", "--step", "--sample", "--dtype",
+	"--model_name", "--use_msa", "--trimul_kernel", "--triatt_kernel", "--need_atom_confidence"}
+
+var protenixFlavor = &flavor{
+	model: "protenix-v2", command: "protenix",
+	install:   `Protenix (pip install protenix)`,
+	needs:     "Protenix 2 (pip install -U protenix)",
+	modelName: "protenix-v2",
+	options:   append(commonOptions[:len(commonOptions):len(commonOptions)], "--msa_server_mode"),
+	// upstream's defaults: bf16 with cuEquivariance; off: fp32 and plain PyTorch.
+	fastKernels: "cuequivariance", plainKernels: "torch",
+	fastDtype: "bf16", plainDtype: "fp32",
+	colabfoldMode: true,
+	cacheKind:     "protenix msa v1",
+}
+
+var openDDEFlavor = &flavor{
+	model: "opendde", command: "opendde",
+	install:   `OpenDDE (uv pip install --torch-backend cu126 "opendde[gpu]")`,
+	needs:     "OpenDDE 1.0.2 or newer (pip install -U opendde)",
+	modelName: "opendde_v1",
+	options:   append(commonOptions[:len(commonOptions):len(commonOptions)], "--device"),
+	// bf16 either way: upstream's fp32 default needs about twice the memory (catalog).
+	fastKernels: "cuequivariance", plainKernels: "torch",
+	fastDtype: "bf16", plainDtype: "bf16",
+	device:    true,
+	cacheKind: "opendde msa v1",
+}
+
+// openDDEAbAgFlavor is OpenDDE's with the checkpoint tuned on antibody-antigen complexes.
+var openDDEAbAgFlavor = func() *flavor {
+	f := *openDDEFlavor
+	f.model = "opendde-abag"
+	f.options = append(f.options[:len(f.options):len(f.options)], "--load_checkpoint_path")
+	f.checkpoint = "opendde_abag.pt"
+	f.missingCheckpoint = "OpenDDE's antibody-antigen checkpoint opendde_abag.pt is not in the checkpoint folder of " +
+		"OpenDDE's data root ($OPENDDE_ROOT_DIR, default ~/.cache/opendde); download it from " +
+		"https://huggingface.co/aurekaresearch/OpenDDE into that folder"
+	return &f
+}()

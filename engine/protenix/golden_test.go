@@ -1,0 +1,87 @@
+package protenix
+
+import (
+	"encoding/json"
+	"flag"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chaperone-bio/chaperone/bio"
+	"github.com/chaperone-bio/chaperone/engine/toolkit/msacache"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of testdata/json")
+
+// TestWrittenJSONGolden pins the tools' input the engine writes for inputs of every
+// feature (testdata/json/<name>.in, alignments searched on the server): the JSON entry of
+// the target, with the run's folder of alignment files written as $FILES, followed by
+// each of those files. go test -run TestWrittenJSONGolden -update rewrites <name>.golden.
+func TestWrittenJSONGolden(t *testing.T) {
+	t.Parallel()
+	inputs, err := filepath.Glob(filepath.Join("testdata", "json", "*.in"))
+	if err != nil || len(inputs) == 0 {
+		t.Fatalf("no inputs: %v", err)
+	}
+	for _, in := range inputs {
+		name := strings.TrimSuffix(filepath.Base(in), ".in")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			text, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cx, err := bio.ParseInput(name, string(text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := New(Config{}).CheckInput("protenix-v2", cx, map[string]any{"use_msa_server": true}); err != nil {
+				t.Fatalf("the engine would refuse the input: %v", err)
+			}
+			files := t.TempDir()
+			tg, err := planTarget(cx, true, protenixFlavor, server, &msacache.Cache{}, files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := written(t, tg.entry, files)
+			golden := strings.TrimSuffix(in, ".in") + ".golden"
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (go test -run TestWrittenJSONGolden -update writes it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("the engine wrote\n%s\nwant (%s)\n%s", got, golden, want)
+			}
+		})
+	}
+}
+
+// written is the JSON of entry with the folder files written as $FILES, then every file
+// under files.
+func written(t *testing.T, entry inputJob, files string) string {
+	t.Helper()
+	b, err := json.MarshalIndent([]inputJob{entry}, "", "    ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := strings.ReplaceAll(string(b), files, "$FILES") + "\n"
+	err = filepath.WalkDir(files, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		out += "--- $FILES" + strings.TrimPrefix(path, files) + "\n" + string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

@@ -1,0 +1,177 @@
+package protenix
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/chaperone-bio/chaperone/catalog"
+	"github.com/chaperone-bio/chaperone/engine"
+	"github.com/chaperone-bio/chaperone/engine/protenix/protenixtest"
+	"github.com/chaperone-bio/chaperone/job"
+	"github.com/chaperone-bio/chaperone/worker/proc"
+)
+
+// The stand-ins, built once for the package's tests, by tool.
+var standIns = map[string]string{}
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "protenix-stand-in-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := 1
+	for _, tool := range []string{protenixtest.Protenix, protenixtest.OpenDDE} {
+		if standIns[tool], err = protenixtest.Build(dir, tool); err != nil {
+			break
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	} else {
+		code = m.Run()
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+const server = "https://msa.example.org"
+
+// lockedBuffer is a log that the streaming goroutine and the engine may both write.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// harness is engine runs against a stand-in, sharing one alignment cache.
+type harness struct {
+	t        *testing.T
+	engine   *Engine
+	cacheDir string
+	log      lockedBuffer
+	mu       sync.Mutex
+	reports  []job.Progress
+	workDir  string
+}
+
+// newHarness is a harness of protenix-v2's engine.
+func newHarness(t *testing.T) *harness { return newHarnessOf(t, New(Config{MSAServerURL: server})) }
+
+func newHarnessOf(t *testing.T, e *Engine) *harness {
+	return &harness{t: t, engine: e, cacheDir: t.TempDir()}
+}
+
+// newJob validates a request as the API does and returns its job with params as the
+// store gives them back (numbers from JSON are float64).
+func newJob(t *testing.T, req string) *job.Job {
+	t.Helper()
+	var r catalog.PredictRequest
+	if err := catalog.Decode([]byte(req), &r); err != nil {
+		t.Fatal(err)
+	}
+	j, err := catalog.Default().NewPredict(&r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(j.Params)
+	j.Params = nil
+	if err := json.Unmarshal(b, &j.Params); err != nil {
+		t.Fatal(err)
+	}
+	j.ID = "0123456789abcdef0123456789abcdef"
+	return j
+}
+
+func (h *harness) run(ctx context.Context, j *job.Job) (*engine.Output, error) {
+	h.t.Helper()
+	h.workDir = h.t.TempDir()
+	tools := engine.Tools{h.engine.Name(): standIns[h.engine.Name()]}
+	return h.engine.Run(ctx, &engine.Run{
+		Job: j, WorkDir: h.workDir, CacheDir: h.cacheDir, Tools: tools, Log: &h.log,
+		Report: func(p job.Progress) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.reports = append(h.reports, p)
+		},
+		Exec: func(ctx context.Context, c engine.Command) error { return proc.Exec(ctx, h.workDir, &h.log, c) },
+	})
+}
+
+func (h *harness) mustRun(j *job.Job) *engine.Output {
+	h.t.Helper()
+	out, err := h.run(context.Background(), j)
+	if err != nil {
+		h.t.Fatalf("run: %v\nlog:\n%s", err, h.log.String())
+	}
+	return out
+}
+
+// args is the command line the stand-in was given in the last run, from its first line of
+// output.
+func (h *harness) args() string {
+	h.t.Helper()
+	prefix := "[" + h.engine.Name() + " stand-in] pred "
+	last := ""
+	for line := range strings.Lines(h.log.String()) {
+		if rest, ok := strings.CutPrefix(line, prefix); ok {
+			last = strings.TrimSpace(rest)
+		}
+	}
+	if last == "" {
+		h.t.Fatalf("the stand-in did not run:\n%s", h.log.String())
+	}
+	return last
+}
+
+// input is the input JSON the engine wrote in the last run.
+func (h *harness) input() []inputJob {
+	h.t.Helper()
+	var jobs []inputJob
+	b, err := os.ReadFile(filepath.Join(h.workDir, "input", inputName+".json"))
+	if err == nil {
+		err = json.Unmarshal(b, &jobs)
+	}
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return jobs
+}
+
+func (h *harness) stages() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, p := range h.reports {
+		if len(out) == 0 || out[len(out)-1] != p.Stage {
+			out = append(out, p.Stage)
+		}
+	}
+	return out
+}
+
+func paths(files []engine.File) map[string]string {
+	m := map[string]string{}
+	for _, f := range files {
+		m[f.Path] = f.Type
+	}
+	return m
+}

@@ -1,0 +1,58 @@
+// Package protenixtest provides stand-ins for the protenix and opendde commands, for tests
+// of the protenix engine: one small program that, built as protenix or as opendde, accepts
+// exactly the options of that tool's `pred` (an unknown one is click's usage error), reads
+// the input JSON as the tool does, and writes its output layout, file names and JSON keys
+// with made-up numbers. Target names choose how it misbehaves, as the prefixes below say.
+// It is a fixture: tests build and use it; a running chaperone never does.
+package protenixtest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+)
+
+// Behaviours, chosen by the start of a target's name:
+//
+//	fail…     featurising it fails: a data error in ERR/<name>.txt, and the run goes on
+//	oom…      the model runs out of CUDA memory on it: ERR/<name>.txt, and the run goes on
+//	crash…    the run dies with a traceback and exit status 1 when it reaches the target
+//	msafail…  the alignment search of the input file fails, which fails every target of it
+//	slow…     the model takes 30 s on it, printing progress, with a helper process that
+//	          ignores SIGTERM (its pid in hang.pid in the working folder)
+const (
+	Fail    = "fail"
+	OOM     = "oom"
+	Crash   = "crash"
+	MSAFail = "msafail"
+	Slow    = "slow"
+)
+
+// Tools the stand-in can be built as.
+const (
+	Protenix = "protenix"
+	OpenDDE  = "opendde"
+)
+
+// Build compiles the stand-in into dir as the command tool (Protenix or OpenDDE) and
+// returns the path of the executable.
+func Build(dir, tool string) (string, error) {
+	_, here, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", fmt.Errorf("protenixtest: cannot locate the stand-in's source")
+	}
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		return "", fmt.Errorf("protenixtest: the stand-in is built with the go command: %w", err)
+	}
+	out := filepath.Join(dir, tool)
+	cmd := exec.Command(goCmd, "build", "-o", out, ".")
+	cmd.Dir = filepath.Join(filepath.Dir(here), "standin")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("protenixtest: building the stand-in: %v\n%s", err, b)
+	}
+	return out, nil
+}
