@@ -94,9 +94,9 @@ type Param struct {
 
 // Protocol is one design protocol.
 type Protocol struct {
-	ID          string
-	Model       string   // the design model that runs it
-	Requires    []string // request fields it needs
+	ID       string
+	Model    string   // the design model that runs it
+	Requires []string // request fields it needs
 	// Optional are request fields it takes besides (BoltzGen's structure, for a spec's file
 	// entity).
 	Optional []string
