@@ -101,6 +101,9 @@ func sequencesSpec(text string, structure *Structure) (*DesignSpec, error) {
 		if len(e.Modifications) > 0 {
 			return nil, Errorf(e.Pos, "the sequences form takes plain sequences; write modified residues in BoltzGen's entities form")
 		}
+		if len(e.CCD) > 1 {
+			return nil, Errorf(e.Pos, "BoltzGen takes one CCD code per ligand; give each residue of this ligand its own entry")
+		}
 		spec.chains = append(spec.chains, e.IDs...)
 	}
 	return spec, nil

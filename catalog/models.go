@@ -219,7 +219,8 @@ func models(l Limits) []Model {
 				budget,
 				boolParam("fast", true, "Faster numerics (see the model's fast); never fewer designs or steps."),
 			},
-			Fast: "On: cuEquivariance kernels (--use_kernels true); off: --use_kernels false.",
+			Fast: "On: cuEquivariance kernels where the GPU has them (--use_kernels auto, upstream's default); off: --use_kernels false. " +
+				"Never fewer designs or steps.",
 		},
 		{
 			// A contig bounds the size of an rfd3 design: kept ranges plus designed maxima.
@@ -299,4 +300,16 @@ func specForms(binder string) string {
 	}
 	return entities + " Or a Boltz-style YAML of the target alone (sequences: ...), against which one protein chain of " +
 		binder + " designed residues is the binder."
+}
+
+// Binders maps each BoltzGen protocol that takes the sequences form to the binder it
+// designs there, for the engine that writes BoltzGen's spec.
+func (c *Catalog) Binders() map[string]string {
+	m := map[string]string{}
+	for _, p := range c.Protocols {
+		if p.Binder != "" {
+			m[p.ID] = p.Binder
+		}
+	}
+	return m
 }

@@ -6,8 +6,10 @@ import (
 	"strings"
 
 	"github.com/chaperone-bio/chaperone/app"
+	"github.com/chaperone-bio/chaperone/catalog"
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/boltz"
+	"github.com/chaperone-bio/chaperone/engine/boltzgen"
 )
 
 // builtinEngines are the engines of real upstream tools that this build offers, set up
@@ -15,6 +17,7 @@ import (
 func builtinEngines(msaServer string) []engine.Engine {
 	return []engine.Engine{
 		boltz.New(boltz.Config{MSAServerURL: msaServer, GPU: len(app.GPUs()) > 0}),
+		boltzgen.New(boltzgen.Config{Binders: catalog.Default().Binders()}),
 	}
 }
 
