@@ -10,6 +10,7 @@ import (
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/boltz"
 	"github.com/chaperone-bio/chaperone/engine/boltzgen"
+	"github.com/chaperone-bio/chaperone/engine/rfd3"
 )
 
 // builtinEngines are the engines of real upstream tools that this build offers, set up
@@ -18,6 +19,7 @@ func builtinEngines(msaServer string) []engine.Engine {
 	return []engine.Engine{
 		boltz.New(boltz.Config{MSAServerURL: msaServer, GPU: len(app.GPUs()) > 0}),
 		boltzgen.New(boltzgen.Config{Binders: catalog.Default().Binders()}),
+		rfd3.New(),
 	}
 }
 

@@ -1,0 +1,294 @@
+package rfd3
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/chaperone-bio/chaperone/bio"
+	"github.com/chaperone-bio/chaperone/catalog"
+	"github.com/chaperone-bio/chaperone/engine"
+	"github.com/chaperone-bio/chaperone/engine/rfd3/rfd3test"
+	"github.com/chaperone-bio/chaperone/job"
+	"github.com/chaperone-bio/chaperone/worker/proc"
+)
+
+// standIn is the path of the stand-in rfd3, built once for the package's tests.
+var standIn string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "rfd3-stand-in-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	standIn, err = rfd3test.Build(dir)
+	code := 1
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	} else {
+		code = m.Run()
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// targetPDB is a target with protein chain A (residues 1-40) and DNA chains B and C
+// (1-10); behaviour, if set, is the stand-in's behaviour (rfd3test).
+func targetPDB(behaviour string) string {
+	var b strings.Builder
+	if behaviour != "" {
+		fmt.Fprintf(&b, "REMARK 999 %s%s\n", rfd3test.Marker, behaviour)
+	}
+	atom := 0
+	add := func(chain, res string, n int) {
+		atom++
+		fmt.Fprintf(&b, "ATOM  %5d  CA  %3s %s%4d    %8.3f%8.3f%8.3f  1.00 20.00           C\n", atom, res, chain, n, float64(n), 0.0, 0.0)
+	}
+	for i := 1; i <= 40; i++ {
+		add("A", "LYS", i)
+	}
+	for _, chain := range []string{"B", "C"} {
+		for i := 1; i <= 10; i++ {
+			add(chain, " DG", i)
+		}
+	}
+	b.WriteString("END\n")
+	return b.String()
+}
+
+// newJob validates a design request as the API does and returns its job with params as
+// the store gives them back.
+func newJob(t *testing.T, protocol, structure, contig, params string) *job.Job {
+	t.Helper()
+	s, _ := json.Marshal(structure)
+	req := fmt.Sprintf(`{"protocol": %q, "structure": %s, "contig": %q, "params": %s}`, protocol, s, contig, params)
+	var r catalog.DesignRequest
+	if err := catalog.Decode([]byte(req), &r); err != nil {
+		t.Fatal(err)
+	}
+	j, err := catalog.Default().NewDesign(&r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(j.Params)
+	j.Params = nil
+	if err := json.Unmarshal(b, &j.Params); err != nil {
+		t.Fatal(err)
+	}
+	j.ID = job.NewID()
+	return j
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+type result struct {
+	out     *engine.Output
+	err     error
+	log     lockedBuffer
+	workDir string
+	reports []job.Progress
+	mu      sync.Mutex
+}
+
+// run runs j with the rfd3 command at tool.
+func run(t *testing.T, j *job.Job, tool string) *result {
+	t.Helper()
+	r := &result{workDir: t.TempDir()}
+	r.out, r.err = New().Run(context.Background(), &engine.Run{
+		Job: j, WorkDir: r.workDir, Tools: engine.Tools{"rfd3": tool}, Log: &r.log,
+		Report: func(p job.Progress) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.reports = append(r.reports, p)
+		},
+		Exec: func(ctx context.Context, c engine.Command) error { return proc.Exec(ctx, r.workDir, &r.log, c) },
+	})
+	return r
+}
+
+func mustRun(t *testing.T, j *job.Job) *result {
+	t.Helper()
+	r := run(t, j, standIn)
+	if r.err != nil {
+		t.Fatalf("run: %v\n%s", r.err, r.log.String())
+	}
+	return r
+}
+
+func TestBatchesMakeExactlyNumDesigns(t *testing.T) {
+	t.Parallel()
+	for n, want := range map[int][2]int{1: {1, 1}, 4: {4, 1}, 8: {8, 1}, 10: {5, 2}, 9: {3, 3}, 16: {8, 2}, 7: {7, 1}, 11: {1, 11}, 100: {5, 20}} {
+		size, count := batches(n)
+		if [2]int{size, count} != want || size*count != n {
+			t.Errorf("batches(%d) = %d × %d, want %d × %d", n, size, count, want[0], want[1])
+		}
+	}
+}
+
+func TestCommandLineAndSpec(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	recorder := filepath.Join(dir, "rfd3")
+	script := fmt.Sprintf("#!/bin/sh\necho \"$*\" >> %s/argv\nexec %s \"$@\"\n", dir, standIn)
+	if err := os.WriteFile(recorder, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	j := newJob(t, "rfd3-binder", targetPDB(""), " 30-50 , /0 , A5-A20 ", `{"num_designs": 10, "num_timesteps": 50, "seed": 7}`)
+	r := run(t, j, recorder)
+	if r.err != nil {
+		t.Fatalf("run: %v\n%s", r.err, r.log.String())
+	}
+	argv, err := os.ReadFile(filepath.Join(dir, "argv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := filepath.Join(r.workDir, "spec.json")
+	want := fmt.Sprintf("design inputs=%s out_dir=%s diffusion_batch_size=5 n_batches=2 inference_sampler.num_timesteps=50 seed=7 skip_existing=False",
+		spec, filepath.Join(r.workDir, "out"))
+	if got := strings.TrimSpace(string(argv)); got != want {
+		t.Errorf("command line\n%s\nwant\n%s", got, want)
+	}
+	b, err := os.ReadFile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]map[string]any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	wantSpec := map[string]map[string]any{"design": {"input": filepath.Join(r.workDir, "target.pdb"), "contig": "30-50,/0,A5-20", "is_non_loopy": true}}
+	if !reflect.DeepEqual(got, wantSpec) {
+		t.Errorf("spec %v, want %v", got, wantSpec)
+	}
+	if len(r.out.Designs) != 10 {
+		t.Errorf("%d designs, want 10", len(r.out.Designs))
+	}
+}
+
+func TestDesignsAreUnrankedStructuresWithTheirSequenceAndSelfChecks(t *testing.T) {
+	t.Parallel()
+	j := newJob(t, "rfd3-scaffold", targetPDB(""), "A1-5,8-12,A30-33", `{"num_designs": 3}`)
+	r := mustRun(t, j)
+	if len(r.out.Designs) != 3 {
+		t.Fatalf("%d designs, want 3", len(r.out.Designs))
+	}
+	files := map[string]string{}
+	for _, f := range r.out.Files {
+		files[f.Path] = f.Local
+	}
+	for i, d := range r.out.Designs {
+		if d.Rank != nil {
+			t.Errorf("design %s has rank %d; rfd3 designs are unranked", d.ID, *d.Rank)
+		}
+		if want := fmt.Sprintf("designs/design%d.cif", i+1); d.File != want {
+			t.Errorf("file %q, want %q", d.File, want)
+		}
+		b, err := os.ReadFile(files[d.File])
+		if err != nil {
+			t.Fatalf("design file: %v", err)
+		}
+		s, err := bio.ReadStructure(string(b))
+		if err != nil {
+			t.Fatalf("the design's .cif does not read as mmCIF: %v", err)
+		}
+		a, _ := s.Chain("A")
+		if d.Sequence != a.Sequence() || !strings.HasPrefix(d.Sequence, "KKKKK") || !strings.HasSuffix(d.Sequence, "KKKK") {
+			t.Errorf("sequence %q, want chain A's %q with the kept K residues around the designed ones", d.Sequence, a.Sequence())
+		}
+		if n := len(d.Sequence); n < 5+8+4 || n > 5+12+4 {
+			t.Errorf("sequence of %d residues, outside the contig's 17..21", n)
+		}
+		for _, k := range []string{"max_ca_deviation", "n_chainbreaks", "radius_of_gyration", "num_residues"} {
+			if _, ok := d.Metrics[k]; !ok {
+				t.Errorf("metrics %v lack %s", d.Metrics, k)
+			}
+		}
+		for k := range d.Metrics {
+			if strings.Contains(k, "plddt") || strings.Contains(k, "confidence") {
+				t.Errorf("metrics hold %s, a confidence", k)
+			}
+		}
+		if _, ok := files[fmt.Sprintf("designs/design%d.json", i+1)]; !ok {
+			t.Errorf("design %s lacks its JSON artifact", d.ID)
+		}
+	}
+}
+
+func TestTheSameSeedGivesTheSameDesigns(t *testing.T) {
+	t.Parallel()
+	designs := func(seed int) []job.Design {
+		r := mustRun(t, newJob(t, "rfd3-binder", targetPDB(""), "20-40,/0,A1-10", fmt.Sprintf(`{"num_designs": 2, "seed": %d}`, seed)))
+		return r.out.Designs
+	}
+	a, b, c := designs(3), designs(3), designs(4)
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("seed 3 twice gave\n%+v\nand\n%+v", a, b)
+	}
+	if reflect.DeepEqual(a, c) {
+		t.Errorf("seeds 3 and 4 gave the same designs %+v", a)
+	}
+}
+
+func TestARunWithoutItsDesignsFailsWithRFdiffusion3sMessage(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		behaviour, want string
+	}{
+		{rfd3test.Crash, "rfd3 wrote 0 of the 10 designs: RuntimeError: CUDA error: an illegal memory access was encountered"},
+		{rfd3test.OOM, "rfd3 wrote 5 of the 10 designs: torch.OutOfMemoryError: CUDA out of memory"},
+		{rfd3test.Invalid, "rfd3 wrote 0 of the 10 designs: foundry.utils.components.ComponentValidationError: Residue A999 not found"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.behaviour, func(t *testing.T) {
+			t.Parallel()
+			r := run(t, newJob(t, "rfd3-na-binder", targetPDB(tt.behaviour), "B1-10,/0,C1-10,/0,20", `{"num_designs": 10}`), standIn)
+			if r.err == nil || !strings.Contains(r.err.Error(), tt.want) {
+				t.Errorf("run = %v; want an error containing %q\n%s", r.err, tt.want, r.log.String())
+			}
+		})
+	}
+}
+
+// TestTheStandInTakesOnlyHydrasKeys pins the fixture to RFdiffusion3's command line.
+func TestTheStandInTakesOnlyHydrasKeys(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"design", "inputs=x.json", "out_dir=o", "num_designs=4"}, "Could not override 'num_designs'.\nTo append to your config use +num_designs=4\nKey 'num_designs' is not in struct"},
+		{[]string{"design", "inputs=x.json", "out_dir=o", "diffusion_batch_size=many"}, "Value 'many' of type 'str' could not be converted to Integer"},
+		{[]string{"design", "inputs=x.json", "--out_dir", "o"}, "Error parsing override '--out_dir'"},
+		{[]string{"design", "inputs=x.json"}, "MissingMandatoryValue: Missing mandatory value: out_dir"},
+	}
+	for _, tt := range tests {
+		out, err := exec.Command(standIn, tt.args...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), tt.want) {
+			t.Errorf("rfd3 %v: %v\n%s\nwant %q", tt.args, err, out, tt.want)
+		}
+	}
+}
