@@ -34,6 +34,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	removeCLIBinary()
 	removeStandIn()
+	removeDesignStandIns()
 	if code == 0 && flag.Lookup("test.run").Value.String() == "" {
 		code = reportUncovered()
 	}
