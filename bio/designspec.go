@@ -153,20 +153,8 @@ func (s *specReader) entity(item ast.Node, path string) error {
 		return err
 	}
 	path += "." + kind.key
-	switch kind.key {
-	case "file":
+	if kind.key == "file" {
 		return s.file(kind.value, path)
-	case "ligand":
-		f, err := s.mapping(kind.value, path)
-		if err != nil {
-			return err
-		}
-		ids, err := s.ids(f, kind.pos, path)
-		if err != nil {
-			return err
-		}
-		s.spec.MaxResidues += len(ids)
-		return nil
 	}
 	f, err := s.mapping(kind.value, path)
 	if err != nil {
@@ -175,6 +163,10 @@ func (s *specReader) entity(item ast.Node, path string) error {
 	ids, err := s.ids(f, kind.pos, path)
 	if err != nil {
 		return err
+	}
+	if kind.key == "ligand" {
+		s.spec.MaxResidues += len(ids)
+		return nil
 	}
 	i := slices.IndexFunc(f, func(f yamlField) bool { return f.key == "sequence" })
 	if i < 0 {

@@ -1,123 +1,38 @@
 package boltzgen
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/chaperone-bio/chaperone/catalog"
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/boltzgen/boltzgentest"
+	"github.com/chaperone-bio/chaperone/internal/enginerun"
 	"github.com/chaperone-bio/chaperone/job"
-	"github.com/chaperone-bio/chaperone/worker/proc"
 )
 
 // standIn is the path of the stand-in boltzgen, built once for the package's tests.
 var standIn string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "boltzgen-stand-in-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	standIn, err = boltzgentest.Build(dir)
-	code := 1
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	} else {
-		code = m.Run()
-	}
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(enginerun.Main(m, boltzgentest.Build, &standIn)) }
 
 func newEngine() *Engine { return New(Config{Binders: catalog.Default().Binders()}) }
 
-// newJob validates a design request as the API does and returns its job with params as
-// the store gives them back (numbers from JSON are float64).
-func newJob(t *testing.T, req string) *job.Job {
-	t.Helper()
-	var r catalog.DesignRequest
-	if err := catalog.Decode([]byte(req), &r); err != nil {
-		t.Fatal(err)
-	}
-	j, err := catalog.Default().NewDesign(&r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := json.Marshal(j.Params)
-	j.Params = nil
-	if err := json.Unmarshal(b, &j.Params); err != nil {
-		t.Fatal(err)
-	}
-	j.ID = job.NewID()
-	return j
+func newJob(t *testing.T, req string) *job.Job { return enginerun.DesignJob(t, req) }
+
+func run(t *testing.T, j *job.Job) *enginerun.Result { return runWith(t, j, standIn) }
+
+func runWith(t *testing.T, j *job.Job, tool string) *enginerun.Result {
+	return enginerun.Run(t, newEngine(), j, engine.Tools{"boltzgen": tool})
 }
 
-// lockedBuffer is a log that the streaming goroutine and the engine may both write.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// result is one run of the engine against the stand-in.
-type result struct {
-	out     *engine.Output
-	err     error
-	log     lockedBuffer
-	workDir string
-	mu      sync.Mutex
-	reports []job.Progress
-}
-
-func run(t *testing.T, j *job.Job) *result {
-	t.Helper()
-	return runWith(t, j, standIn)
-}
-
-// runWith runs j with the boltzgen command at tool.
-func runWith(t *testing.T, j *job.Job, tool string) *result {
-	t.Helper()
-	r := &result{workDir: t.TempDir()}
-	r.out, r.err = newEngine().Run(context.Background(), &engine.Run{
-		Job: j, WorkDir: r.workDir, Tools: engine.Tools{"boltzgen": tool}, Log: &r.log,
-		Report: func(p job.Progress) {
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			r.reports = append(r.reports, p)
-		},
-		Exec: func(ctx context.Context, c engine.Command) error { return proc.Exec(ctx, r.workDir, &r.log, c) },
-	})
-	return r
-}
-
-func mustRun(t *testing.T, j *job.Job) *result {
-	t.Helper()
-	r := run(t, j)
-	if r.err != nil {
-		t.Fatalf("run: %v\nlog:\n%s", r.err, r.log.String())
-	}
-	return r
+func mustRun(t *testing.T, j *job.Job) *enginerun.Result {
+	return enginerun.MustRun(t, newEngine(), j, engine.Tools{"boltzgen": standIn})
 }
 
 // targetCIF is a target structure with protein chain A (residues 1-30).
@@ -142,11 +57,11 @@ func TestDesignsComeFromTheFinalRankedSetRankOneFirst(t *testing.T) {
 	j := newJob(t, `{"protocol": "protein-anything", "spec": `+jsonText(spec)+`, "structure": `+jsonText(targetCIF)+
 		`, "params": {"num_designs": 6, "budget": 3}}`)
 	r := mustRun(t, j)
-	if len(r.out.Designs) != 3 {
-		t.Fatalf("%d designs, want the budget of 3: %+v", len(r.out.Designs), r.out.Designs)
+	if len(r.Out.Designs) != 3 {
+		t.Fatalf("%d designs, want the budget of 3: %+v", len(r.Out.Designs), r.Out.Designs)
 	}
 	var finalRanks []float64
-	for i, d := range r.out.Designs {
+	for i, d := range r.Out.Designs {
 		if d.Rank == nil || *d.Rank != i+1 {
 			t.Errorf("design %d has rank %v, want %d", i, d.Rank, i+1)
 		}
@@ -175,7 +90,7 @@ func TestDesignsComeFromTheFinalRankedSetRankOneFirst(t *testing.T) {
 		t.Errorf("final_rank of the designs %v, want [1 3 4]", finalRanks)
 	}
 	var paths []string
-	for _, f := range r.out.Files {
+	for _, f := range r.Out.Files {
 		paths = append(paths, f.Path)
 		b, err := os.ReadFile(f.Local)
 		if err != nil || len(b) == 0 {
@@ -185,7 +100,7 @@ func TestDesignsComeFromTheFinalRankedSetRankOneFirst(t *testing.T) {
 	if !slices.Contains(paths, "final_designs_metrics.csv") || !slices.Contains(paths, "all_designs_metrics.csv") {
 		t.Errorf("artifacts %v lack the metrics tables", paths)
 	}
-	structure, err := os.ReadFile(filepath.Join(r.workDir, "inputs", "target.cif"))
+	structure, err := os.ReadFile(filepath.Join(r.WorkDir, "inputs", "target.cif"))
 	if err != nil || string(structure) != targetCIF {
 		t.Errorf("the structure beside the spec: %v", err)
 	}
@@ -212,14 +127,14 @@ func TestCommandLine(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := runWith(t, newJob(t, tt.req), recorder)
-			if r.err != nil {
-				t.Fatalf("run: %v\n%s", r.err, r.log.String())
+			if r.Err != nil {
+				t.Fatalf("run: %v\n%s", r.Err, r.Log.String())
 			}
 			b, err := os.ReadFile(filepath.Join(dir, "argv"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := "run " + filepath.Join(r.workDir, "inputs", "spec.yaml") + " " + strings.ReplaceAll(tt.want, "OUT", filepath.Join(r.workDir, "out"))
+			want := "run " + filepath.Join(r.WorkDir, "inputs", "spec.yaml") + " " + strings.ReplaceAll(tt.want, "OUT", filepath.Join(r.WorkDir, "out"))
 			if got := strings.TrimSpace(string(b)); got != want {
 				t.Errorf("command line\n%s\nwant\n%s", got, want)
 			}
@@ -242,8 +157,8 @@ func TestAJobWithoutItsDesignsFailsWithBoltzGensMessage(t *testing.T) {
 			t.Parallel()
 			spec := boltzgentest.Marker + tt.behaviour + "\nentities:\n  - protein: {id: B, sequence: 12..20}\n  - ligand: {id: L, ccd: SAH}\n"
 			r := run(t, newJob(t, `{"protocol": "protein-anything", "spec": `+jsonText(spec)+`, "params": {"num_designs": 3, "budget": 2}}`))
-			if r.err == nil || !strings.Contains(r.err.Error(), tt.want) {
-				t.Errorf("run = %v; want an error containing %q\n%s", r.err, tt.want, r.log.String())
+			if r.Err == nil || !strings.Contains(r.Err.Error(), tt.want) {
+				t.Errorf("run = %v; want an error containing %q\n%s", r.Err, tt.want, r.Log.String())
 			}
 		})
 	}
@@ -262,15 +177,15 @@ func TestTheSequencesFormDesignsTheProtocolsBinder(t *testing.T) {
 		t.Run(tt.protocol, func(t *testing.T) {
 			t.Parallel()
 			r := mustRun(t, newJob(t, `{"protocol": "`+tt.protocol+`", "spec": `+jsonText(tt.target)+`, "params": {"num_designs": 2}}`))
-			b, err := os.ReadFile(filepath.Join(r.workDir, "inputs", "spec.yaml"))
+			b, err := os.ReadFile(filepath.Join(r.WorkDir, "inputs", "spec.yaml"))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !strings.Contains(string(b), "  - protein:\n      "+tt.binder+"\n") {
 				t.Errorf("spec written for BoltzGen:\n%s\nlacks the binder %s", b, tt.binder)
 			}
-			if len(r.out.Designs) != 2 {
-				t.Errorf("%d designs, want 2", len(r.out.Designs))
+			if len(r.Out.Designs) != 2 {
+				t.Errorf("%d designs, want 2", len(r.Out.Designs))
 			}
 		})
 	}
@@ -282,7 +197,7 @@ func TestProgressFollowsThePipelineSteps(t *testing.T) {
 	r := mustRun(t, newJob(t, `{"protocol": "protein-anything", "spec": `+jsonText(spec)+`, "params": {"num_designs": 4, "budget": 2}}`))
 	var stages []string
 	last := -1.0
-	for _, p := range r.reports {
+	for _, p := range r.Reports() {
 		if len(stages) == 0 || stages[len(stages)-1] != p.Stage {
 			stages = append(stages, p.Stage)
 		}
@@ -295,7 +210,7 @@ func TestProgressFollowsThePipelineSteps(t *testing.T) {
 	if !slices.Equal(stages, want) {
 		t.Errorf("stages %v, want %v", stages, want)
 	}
-	if done := r.reports[len(r.reports)-1].Done; done != 4 {
+	if done := r.Reports()[len(r.Reports())-1].Done; done != 4 {
 		t.Errorf("done %d, want the 4 designs", done)
 	}
 	if last != 1 {

@@ -1,8 +1,6 @@
 package rfd3
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,36 +8,19 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/chaperone-bio/chaperone/bio"
-	"github.com/chaperone-bio/chaperone/catalog"
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/rfd3/rfd3test"
+	"github.com/chaperone-bio/chaperone/internal/enginerun"
 	"github.com/chaperone-bio/chaperone/job"
-	"github.com/chaperone-bio/chaperone/worker/proc"
 )
 
 // standIn is the path of the stand-in rfd3, built once for the package's tests.
 var standIn string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "rfd3-stand-in-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	standIn, err = rfd3test.Build(dir)
-	code := 1
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	} else {
-		code = m.Run()
-	}
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(enginerun.Main(m, rfd3test.Build, &standIn)) }
 
 // targetPDB is a target with protein chain A (residues 1-40) and DNA chains B and C
 // (1-10); behaviour, if set, is the stand-in's behaviour (rfd3test).
@@ -65,78 +46,20 @@ func targetPDB(behaviour string) string {
 	return b.String()
 }
 
-// newJob validates a design request as the API does and returns its job with params as
-// the store gives them back.
+// newJob is the job of an rfd3 request.
 func newJob(t *testing.T, protocol, structure, contig, params string) *job.Job {
 	t.Helper()
 	s, _ := json.Marshal(structure)
-	req := fmt.Sprintf(`{"protocol": %q, "structure": %s, "contig": %q, "params": %s}`, protocol, s, contig, params)
-	var r catalog.DesignRequest
-	if err := catalog.Decode([]byte(req), &r); err != nil {
-		t.Fatal(err)
-	}
-	j, err := catalog.Default().NewDesign(&r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := json.Marshal(j.Params)
-	j.Params = nil
-	if err := json.Unmarshal(b, &j.Params); err != nil {
-		t.Fatal(err)
-	}
-	j.ID = job.NewID()
-	return j
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-type result struct {
-	out     *engine.Output
-	err     error
-	log     lockedBuffer
-	workDir string
-	reports []job.Progress
-	mu      sync.Mutex
+	return enginerun.DesignJob(t, fmt.Sprintf(`{"protocol": %q, "structure": %s, "contig": %q, "params": %s}`, protocol, s, contig, params))
 }
 
 // run runs j with the rfd3 command at tool.
-func run(t *testing.T, j *job.Job, tool string) *result {
-	t.Helper()
-	r := &result{workDir: t.TempDir()}
-	r.out, r.err = New().Run(context.Background(), &engine.Run{
-		Job: j, WorkDir: r.workDir, Tools: engine.Tools{"rfd3": tool}, Log: &r.log,
-		Report: func(p job.Progress) {
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			r.reports = append(r.reports, p)
-		},
-		Exec: func(ctx context.Context, c engine.Command) error { return proc.Exec(ctx, r.workDir, &r.log, c) },
-	})
-	return r
+func run(t *testing.T, j *job.Job, tool string) *enginerun.Result {
+	return enginerun.Run(t, New(), j, engine.Tools{"rfd3": tool})
 }
 
-func mustRun(t *testing.T, j *job.Job) *result {
-	t.Helper()
-	r := run(t, j, standIn)
-	if r.err != nil {
-		t.Fatalf("run: %v\n%s", r.err, r.log.String())
-	}
-	return r
+func mustRun(t *testing.T, j *job.Job) *enginerun.Result {
+	return enginerun.MustRun(t, New(), j, engine.Tools{"rfd3": standIn})
 }
 
 func TestBatchesMakeExactlyNumDesigns(t *testing.T) {
@@ -159,16 +82,16 @@ func TestCommandLineAndSpec(t *testing.T) {
 	}
 	j := newJob(t, "rfd3-binder", targetPDB(""), " 30-50 , /0 , A5-A20 ", `{"num_designs": 10, "num_timesteps": 50, "seed": 7}`)
 	r := run(t, j, recorder)
-	if r.err != nil {
-		t.Fatalf("run: %v\n%s", r.err, r.log.String())
+	if r.Err != nil {
+		t.Fatalf("run: %v\n%s", r.Err, r.Log.String())
 	}
 	argv, err := os.ReadFile(filepath.Join(dir, "argv"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := filepath.Join(r.workDir, "spec.json")
+	spec := filepath.Join(r.WorkDir, "spec.json")
 	want := fmt.Sprintf("design inputs=%s out_dir=%s diffusion_batch_size=5 n_batches=2 inference_sampler.num_timesteps=50 seed=7 skip_existing=False",
-		spec, filepath.Join(r.workDir, "out"))
+		spec, filepath.Join(r.WorkDir, "out"))
 	if got := strings.TrimSpace(string(argv)); got != want {
 		t.Errorf("command line\n%s\nwant\n%s", got, want)
 	}
@@ -180,12 +103,12 @@ func TestCommandLineAndSpec(t *testing.T) {
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatal(err)
 	}
-	wantSpec := map[string]map[string]any{"design": {"input": filepath.Join(r.workDir, "target.pdb"), "contig": "30-50,/0,A5-20", "is_non_loopy": true}}
+	wantSpec := map[string]map[string]any{"design": {"input": filepath.Join(r.WorkDir, "target.pdb"), "contig": "30-50,/0,A5-20", "is_non_loopy": true}}
 	if !reflect.DeepEqual(got, wantSpec) {
 		t.Errorf("spec %v, want %v", got, wantSpec)
 	}
-	if len(r.out.Designs) != 10 {
-		t.Errorf("%d designs, want 10", len(r.out.Designs))
+	if len(r.Out.Designs) != 10 {
+		t.Errorf("%d designs, want 10", len(r.Out.Designs))
 	}
 }
 
@@ -193,14 +116,14 @@ func TestDesignsAreUnrankedStructuresWithTheirSequenceAndSelfChecks(t *testing.T
 	t.Parallel()
 	j := newJob(t, "rfd3-scaffold", targetPDB(""), "A1-5,8-12,A30-33", `{"num_designs": 3}`)
 	r := mustRun(t, j)
-	if len(r.out.Designs) != 3 {
-		t.Fatalf("%d designs, want 3", len(r.out.Designs))
+	if len(r.Out.Designs) != 3 {
+		t.Fatalf("%d designs, want 3", len(r.Out.Designs))
 	}
 	files := map[string]string{}
-	for _, f := range r.out.Files {
+	for _, f := range r.Out.Files {
 		files[f.Path] = f.Local
 	}
-	for i, d := range r.out.Designs {
+	for i, d := range r.Out.Designs {
 		if d.Rank != nil {
 			t.Errorf("design %s has rank %d; rfd3 designs are unranked", d.ID, *d.Rank)
 		}
@@ -242,7 +165,7 @@ func TestTheSameSeedGivesTheSameDesigns(t *testing.T) {
 	t.Parallel()
 	designs := func(seed int) []job.Design {
 		r := mustRun(t, newJob(t, "rfd3-binder", targetPDB(""), "20-40,/0,A1-10", fmt.Sprintf(`{"num_designs": 2, "seed": %d}`, seed)))
-		return r.out.Designs
+		return r.Out.Designs
 	}
 	a, b, c := designs(3), designs(3), designs(4)
 	if !reflect.DeepEqual(a, b) {
@@ -266,8 +189,8 @@ func TestARunWithoutItsDesignsFailsWithRFdiffusion3sMessage(t *testing.T) {
 		t.Run(tt.behaviour, func(t *testing.T) {
 			t.Parallel()
 			r := run(t, newJob(t, "rfd3-na-binder", targetPDB(tt.behaviour), "B1-10,/0,C1-10,/0,20", `{"num_designs": 10}`), standIn)
-			if r.err == nil || !strings.Contains(r.err.Error(), tt.want) {
-				t.Errorf("run = %v; want an error containing %q\n%s", r.err, tt.want, r.log.String())
+			if r.Err == nil || !strings.Contains(r.Err.Error(), tt.want) {
+				t.Errorf("run = %v; want an error containing %q\n%s", r.Err, tt.want, r.Log.String())
 			}
 		})
 	}

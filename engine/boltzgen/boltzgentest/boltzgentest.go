@@ -8,13 +8,7 @@
 // running chaperone never does.
 package boltzgentest
 
-import (
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
-)
+import "github.com/chaperone-bio/chaperone/internal/standin"
 
 // Behaviours, chosen by a comment in the spec, "# boltzgentest: <behaviour>":
 //
@@ -38,21 +32,4 @@ const (
 const Marker = "# boltzgentest: "
 
 // Build compiles the stand-in into dir and returns the path of the boltzgen executable.
-func Build(dir string) (string, error) {
-	_, here, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", fmt.Errorf("boltzgentest: cannot locate the stand-in's source")
-	}
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		return "", fmt.Errorf("boltzgentest: the stand-in is built with the go command: %w", err)
-	}
-	out := filepath.Join(dir, "boltzgen")
-	cmd := exec.Command(goCmd, "build", "-o", out, ".")
-	cmd.Dir = filepath.Join(filepath.Dir(here), "boltzgen")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("boltzgentest: building the stand-in: %v\n%s", err, b)
-	}
-	return out, nil
-}
+func Build(dir string) (string, error) { return standin.Build(dir, "boltzgen") }

@@ -8,13 +8,7 @@
 // same designs. It is a fixture: tests build and use it; a running chaperone never does.
 package rfd3test
 
-import (
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
-)
+import "github.com/chaperone-bio/chaperone/internal/standin"
 
 // Behaviours, chosen by a line of the input structure that holds Marker and the behaviour
 // (a PDB REMARK, an mmCIF comment):
@@ -34,21 +28,4 @@ const (
 const Marker = "rfd3test: "
 
 // Build compiles the stand-in into dir and returns the path of the rfd3 executable.
-func Build(dir string) (string, error) {
-	_, here, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", fmt.Errorf("rfd3test: cannot locate the stand-in's source")
-	}
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		return "", fmt.Errorf("rfd3test: the stand-in is built with the go command: %w", err)
-	}
-	out := filepath.Join(dir, "rfd3")
-	cmd := exec.Command(goCmd, "build", "-o", out, ".")
-	cmd.Dir = filepath.Join(filepath.Dir(here), "rfd3")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("rfd3test: building the stand-in: %v\n%s", err, b)
-	}
-	return out, nil
-}
+func Build(dir string) (string, error) { return standin.Build(dir, "rfd3") }
