@@ -275,3 +275,16 @@ func TestMalformedDesignsAreRefusedWithAClearReason(t *testing.T) {
 		})
 	}
 }
+
+func TestASpecErrorIsA400EvenWhenNoWorkerCanDesign(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, withoutWorker())
+	detail := s.post("/v1/designs", map[string]any{"protocol": "protein-anything", "spec": "entities:\n  - file: {path: ../t.cif}\n"}).
+		problem(http.StatusBadRequest, "invalid-input")
+	mustf(t, strings.Contains(detail, "spec: line 2, column 18"), "detail %q", detail)
+	detail = s.post("/v1/designs", map[string]any{"protocol": "rfd3-binder", "structure": designTarget(""), "contig": "30,/0,A70-80"}).
+		problem(http.StatusBadRequest, "invalid-input")
+	mustf(t, strings.Contains(detail, "chain A has no residue 70"), "detail %q", detail)
+	s.post("/v1/designs", map[string]any{"protocol": "protein-anything", "spec": fileSpec, "structure": designTarget("")}).
+		problem(http.StatusServiceUnavailable, "unavailable")
+}
