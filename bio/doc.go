@@ -5,7 +5,7 @@
 // sequences, SMILES syntax, inline alignments (A3M and Boltz's CSV), rfd3 contig strings
 // (checked against a structure), PDB and mmCIF structure text (chains, residues and their
 // polymer kinds, for design inputs), and BoltzGen design specs in their two forms;
-// Complexes reads a stored prediction job's input into its targets. It only parses and checks; it knows nothing of HTTP,
-// models or the catalog, imports only job (for the input and error types), and never reads
-// a file an input names.
+// Complexes reads a stored prediction job's input into its targets. It only parses and
+// checks; it knows nothing of HTTP, models or the catalog, imports only job (for the input
+// and error types) and the YAML parser, and never reads a file an input names.
 package bio
