@@ -252,10 +252,7 @@ func readPDB(text string) (*Structure, error) {
 			if err != nil {
 				return nil, Errorf(Pos{Line: n, Column: 23}, "residue number %q is not a number", strings.TrimSpace(line[22:26]))
 			}
-			chain := strings.TrimSpace(line[21:22])
-			if chain == "" {
-				chain = "A" // PDB text without chain ids is one chain; tools read it as A
-			}
+			chain := strings.TrimSpace(line[21:22]) // blank in old files: a chain no contig can name
 			name := strings.TrimSpace(line[17:20])
 			if name == "" {
 				return nil, Errorf(Pos{Line: n, Column: 18}, "the residue name is blank")
@@ -419,7 +416,7 @@ func readMMCIF(text string) (*Structure, error) {
 		}
 		r := Residue{Num: num, ICode: v(iICode), Name: name}
 		polymer := false
-		if s := v(iLabelSeq); s != "" && iLabelSeq >= 0 {
+		if s := v(iLabelSeq); s != "" {
 			if r.LabelSeq, err = strconv.Atoi(s); err != nil {
 				return nil, Errorf(pos, "label_seq_id %q is not a number", s)
 			}
@@ -589,18 +586,29 @@ func (t *cifTokens) next() (tok string, quoted bool, line int, err error) {
 }
 
 // Describe lists the chains of a structure for an error message: "A (protein, residues
-// 1-120), B (dna, residues 1-12)".
+// 1-120), B (dna, residues 1-12)", the first describedChains of them.
 func (s *Structure) Describe() string {
 	parts := make([]string, 0, len(s.Chains))
-	for _, c := range s.Chains {
+	for i, c := range s.Chains {
+		if i == describedChains {
+			parts = append(parts, fmt.Sprintf("and %d more", len(s.Chains)-i))
+			break
+		}
+		id := c.ID
+		if id == "" {
+			id = "(no chain id)"
+		}
 		if len(c.Residues) == 0 {
-			parts = append(parts, fmt.Sprintf("%s (ligand)", c.ID))
+			parts = append(parts, fmt.Sprintf("%s (ligand)", id))
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s (%s, residues %s)", c.ID, c.Kind, c.Spans()))
+		parts = append(parts, fmt.Sprintf("%s (%s, residues %s)", id, c.Kind, c.Spans()))
 	}
 	return strings.Join(parts, ", ")
 }
+
+// describedChains bounds the chains an error message lists.
+const describedChains = 12
 
 // Spans are the chain's residue numbers as runs: "1-16, 18-120".
 func (c *StructureChain) Spans() string {

@@ -186,3 +186,20 @@ func FuzzReadStructure(f *testing.F) {
 		}
 	})
 }
+
+func TestDescribeNamesBlankChainsAndStopsAfterADozen(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString("ATOM      1  CA  GLY     1       0.000   0.000   0.000\n")
+	for i := range 20 {
+		fmt.Fprintf(&b, "ATOM  %5d  CA  GLY %c   1       0.000   0.000   0.000\n", i+2, 'A'+i)
+	}
+	s, err := ReadStructure(b.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := s.Describe()
+	if !strings.HasPrefix(got, "(no chain id) (protein, residues 1), A (protein") || !strings.HasSuffix(got, "K (protein, residues 1), and 9 more") {
+		t.Errorf("Describe = %q", got)
+	}
+}
