@@ -142,7 +142,7 @@ func (d *design) Command() engine.Command {
 		"skip_existing=False"}
 	fmt.Fprintf(d.log, "[chaperone] rfd3 design: %s, contig %s, %d designs (%d batches of %d), %d steps, seed %d\n",
 		d.protocol, d.contig, d.params.NumDesigns, d.batches, d.batch, d.params.NumTimesteps, d.params.Seed)
-	d.mon = newMonitor(d.report, d.params.NumDesigns)
+	d.mon = newMonitor(d.report, d.params.NumDesigns, d.batch, d.params.NumTimesteps)
 	return engine.Command{Args: args, OnLine: d.mon.line}
 }
 

@@ -215,3 +215,24 @@ func TestTheStandInTakesOnlyHydrasKeys(t *testing.T) {
 		}
 	}
 }
+
+func TestProgressMovesWithTheDesignsAndStepsOfABatch(t *testing.T) {
+	t.Parallel()
+	var got []float64
+	m := newMonitor(func(p job.Progress) { got = append(got, *p.Fraction) }, 4, 2, 10)
+	for _, line := range []string{
+		"[chunked] step 5: 12.0 ms",
+		"[INFO] Outputs for spec_design_0_model_0 written to out/spec_design_0_model_0.",
+		"[INFO] Outputs for spec_design_0_model_1 written to out/spec_design_0_model_1.",
+		"[chunked] step 10: 12.0 ms",
+		"torch.OutOfMemoryError: CUDA out of memory.",
+	} {
+		m.line(line)
+	}
+	if want := []float64{0, 0.25, 0.25, 0.5, 1}; !reflect.DeepEqual(got, want) {
+		t.Errorf("fractions %v, want %v", got, want)
+	}
+	if m.failure() != "torch.OutOfMemoryError: CUDA out of memory." {
+		t.Errorf("failure %q", m.failure())
+	}
+}
