@@ -37,8 +37,22 @@ const (
 // nothing are errors here. Files are never read: an msa or template given as a path is an
 // error, and one given as text (a YAML block, msa: |) is the inline form.
 func parseBoltzYAML(name, text string) (*Complex, error) {
+	r, body, err := readYAML(text, "send each as its own target")
+	if err != nil {
+		return nil, err
+	}
+	r.c = &Complex{Name: name}
+	if err := r.document(body); err != nil {
+		return nil, err
+	}
+	return r.c, nil
+}
+
+// readYAML parses text as one YAML document and returns a reader of it with the document's
+// body; several documents are an error whose advice is onePer.
+func readYAML(text, onePer string) (*yamlReader, ast.Node, error) {
 	if !utf8.ValidString(text) {
-		return nil, &Error{Msg: "the input is not valid UTF-8 text"}
+		return nil, nil, &Error{Msg: "the input is not valid UTF-8 text"}
 	}
 	// YAML breaks lines at \r\n, \r and \n alike and reads every break in a scalar as \n
 	// (YAML 1.2 §5.4), but the lexer counts a \r\n inside a quoted scalar as two lines: with
@@ -50,7 +64,7 @@ func parseBoltzYAML(name, text string) (*Complex, error) {
 		switch tk.Type {
 		case token.SequenceStartType, token.MappingStartType:
 			if depth++; depth > maxFlowDepth {
-				return nil, Errorf(tokenPos(tk), "brackets are nested more than %d deep", maxFlowDepth)
+				return nil, nil, Errorf(tokenPos(tk), "brackets are nested more than %d deep", maxFlowDepth)
 			}
 		case token.SequenceEndType, token.MappingEndType:
 			depth--
@@ -60,9 +74,9 @@ func parseBoltzYAML(name, text string) (*Complex, error) {
 	if err != nil {
 		var se *yaml.SyntaxError
 		if errors.As(err, &se) && se.Token != nil {
-			return nil, Errorf(tokenPos(se.Token), "YAML syntax: %s", se.Message)
+			return nil, nil, Errorf(tokenPos(se.Token), "YAML syntax: %s", se.Message)
 		}
-		return nil, &Error{Msg: "YAML syntax: " + err.Error()}
+		return nil, nil, &Error{Msg: "YAML syntax: " + err.Error()}
 	}
 	var docs []*ast.DocumentNode
 	for _, d := range file.Docs {
@@ -72,17 +86,14 @@ func parseBoltzYAML(name, text string) (*Complex, error) {
 	}
 	switch {
 	case len(docs) == 0:
-		return nil, &Error{Msg: "the input is empty"}
+		return nil, nil, &Error{Msg: "the input is empty"}
 	case len(docs) > 1:
-		return nil, Errorf(nodePos(docs[1].Body), "the input holds %d YAML documents; send each as its own target", len(docs))
+		return nil, nil, Errorf(nodePos(docs[1].Body), "the input holds %d YAML documents; %s", len(docs), onePer)
 	}
-	r := &yamlReader{c: &Complex{Name: name}, chains: chainTable{}, anchors: map[string][]*ast.AnchorNode{},
+	r := &yamlReader{chains: chainTable{}, anchors: map[string][]*ast.AnchorNode{},
 		budget: visitsPerByte * (len(text) + 100)}
 	ast.Walk(r, docs[0])
-	if err := r.document(docs[0].Body); err != nil {
-		return nil, err
-	}
-	return r.c, nil
+	return r, docs[0].Body, nil
 }
 
 // yamlReader turns the AST of one Boltz YAML document into a Complex.

@@ -2,6 +2,7 @@ package bio
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -15,6 +16,9 @@ type Segment struct {
 	Min, Max int
 	// Break marks "/0", a chain break between the segments on either side.
 	Break bool
+	// Kind is what a designed segment is made of: Protein, or DNA or RNA for rfd3's
+	// nucleic-acid segments (a length with the suffix D or R, "12D"). Empty for the others.
+	Kind Kind
 }
 
 // Contig is a parsed contig string.
@@ -25,15 +29,19 @@ type Contig []Segment
 const maxContigNumber = 1_000_000
 
 // ParseContig checks and parses a contig in the grammar rfd3 documents (foundry
-// docs/input.md): comma-separated segments, each one of
+// docs/input.md, and foundry.utils.components, which reads it): comma-separated
+// segments, each one of
 //
-//	A10-50   residues 10 to 50 of chain A of the input structure, kept fixed (start ≤ end)
-//	60-80    a designed segment whose length is drawn from 60..80 (min ≤ max, min ≥ 1)
-//	70       a designed segment of exactly 70 residues
+//	A10-50   residues 10 to 50 of chain A of the input structure, kept fixed (start ≤ end);
+//	         RFdiffusion3's docs also spell it A10-A50
+//	A203     residue 203 of chain A alone
+//	60-80    a designed protein segment whose length is drawn from 60..80 (min ≤ max, min ≥ 1)
+//	70       a designed protein segment of exactly 70 residues
+//	12D 8-10R  a designed DNA or RNA segment
 //	/0       a chain break
 //
-// Spaces around segments are ignored. A chain is one ASCII letter. Anything else is an
-// error naming the 1-based segment and its text.
+// Spaces around segments are ignored. A chain is one ASCII letter, as rfd3 reads the first
+// character as the chain. Anything else is an error naming the 1-based segment and its text.
 func ParseContig(s string) (Contig, error) {
 	var c Contig
 	for i, part := range strings.Split(s, ",") {
@@ -54,18 +62,32 @@ func parseSegment(s string) (Segment, error) {
 	case s == "/0":
 		return Segment{Break: true}, nil
 	case isLetter(s[0]):
-		lo, hi, isRange, ok := cutRange(s[1:])
-		if !ok || !isRange {
-			return Segment{}, fmt.Errorf("a chain range is <chain><start>-<end>, for example A10-50")
+		chain := s[:1]
+		// A10-A50: the end may repeat the chain, as RFdiffusion3's docs write it.
+		rest := s[1:]
+		if a, b, ok := strings.Cut(rest, "-"); ok && strings.HasPrefix(b, chain) {
+			rest = a + "-" + b[1:]
+		}
+		lo, hi, _, ok := cutRange(rest)
+		if !ok {
+			return Segment{}, fmt.Errorf("a chain range is <chain><start>-<end> or <chain><residue>, for example A10-50 or A203")
 		}
 		if lo > hi {
 			return Segment{}, fmt.Errorf("start %d is after end %d", lo, hi)
 		}
-		return Segment{Chain: s[:1], Min: lo, Max: hi}, nil
+		return Segment{Chain: chain, Min: lo, Max: hi}, nil
 	default:
+		kind := Protein
+		switch s[len(s)-1] {
+		case 'D':
+			kind, s = DNA, s[:len(s)-1]
+		case 'R':
+			kind, s = RNA, s[:len(s)-1]
+		}
 		lo, hi, _, ok := cutRange(s)
 		if !ok {
-			return Segment{}, fmt.Errorf("expected a chain range such as A10-50, a length range such as 60-80, a length such as 70, or /0")
+			return Segment{}, fmt.Errorf("expected a chain range such as A10-50, a residue such as A203, a length range such as 60-80, " +
+				"a length such as 70 (12D or 12R for DNA or RNA), or /0")
 		}
 		if lo < 1 {
 			return Segment{}, fmt.Errorf("a designed length must be at least 1")
@@ -73,7 +95,7 @@ func parseSegment(s string) (Segment, error) {
 		if lo > hi {
 			return Segment{}, fmt.Errorf("minimum length %d is above maximum %d", lo, hi)
 		}
-		return Segment{Min: lo, Max: hi}, nil
+		return Segment{Min: lo, Max: hi, Kind: kind}, nil
 	}
 }
 
@@ -131,4 +153,85 @@ func (c Contig) Designs() bool {
 		}
 	}
 	return false
+}
+
+// String writes the contig in the spelling rfd3 reads: A10-50, A203, 60-80, 70, 12D, /0.
+func (c Contig) String() string {
+	parts := make([]string, len(c))
+	for i, s := range c {
+		switch {
+		case s.Break:
+			parts[i] = "/0"
+		case s.Min == s.Max:
+			parts[i] = s.Chain + strconv.Itoa(s.Min)
+		default:
+			parts[i] = s.Chain + strconv.Itoa(s.Min) + "-" + strconv.Itoa(s.Max)
+		}
+		switch s.Kind {
+		case DNA:
+			parts[i] += "D"
+		case RNA:
+			parts[i] += "R"
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// KeptKinds are the polymer kinds of the structure chains the contig keeps residues of.
+func (c Contig) KeptKinds(s *Structure) []Kind {
+	var kinds []Kind
+	for _, seg := range c {
+		if seg.Chain == "" {
+			continue
+		}
+		if ch, ok := s.Chain(seg.Chain); ok && !slices.Contains(kinds, ch.Kind) {
+			kinds = append(kinds, ch.Kind)
+		}
+	}
+	return kinds
+}
+
+// CheckAgainst checks that every residue the contig keeps is in the structure, as rfd3
+// looks each one up by author chain id and residue number: a chain or residue the
+// structure lacks is an error naming it and what the structure has. A number that several
+// residues share through insertion codes (52, 52A) is an error too, since rfd3 would take
+// them all as one.
+func (c Contig) CheckAgainst(s *Structure) error {
+	for i, seg := range c {
+		if seg.Chain == "" {
+			continue
+		}
+		ch, ok := s.Chain(seg.Chain)
+		if !ok {
+			return fmt.Errorf("segment %d %s: the structure has no chain %s; its chains are %s", i+1, Contig{seg}, seg.Chain, s.Describe())
+		}
+		for n := seg.Min; n <= seg.Max; n++ {
+			switch rs := ch.Numbered(n); {
+			case len(rs) == 0:
+				return fmt.Errorf("segment %d %s: chain %s has no residue %d; its residues are %s", i+1, Contig{seg}, seg.Chain, n, describeResidues(ch))
+			case len(rs) > 1:
+				return fmt.Errorf("segment %d %s: chain %s has %d residues numbered %d (insertion codes %s), which rfd3 cannot tell apart; "+
+					"renumber the structure", i+1, Contig{seg}, seg.Chain, len(rs), n, insertionCodes(rs))
+			}
+		}
+	}
+	return nil
+}
+
+func describeResidues(ch *StructureChain) string {
+	if len(ch.Residues) == 0 {
+		return "none of a polymer (it holds only ligands)"
+	}
+	return ch.Spans()
+}
+
+func insertionCodes(rs []Residue) string {
+	codes := make([]string, len(rs))
+	for i, r := range rs {
+		codes[i] = r.ICode
+		if codes[i] == "" {
+			codes[i] = "none"
+		}
+	}
+	return strings.Join(codes, ", ")
 }

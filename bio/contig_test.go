@@ -1,7 +1,6 @@
 package bio
 
 import (
-	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -16,14 +15,19 @@ func TestParseContig(t *testing.T) {
 		maxResidues int
 	}{
 		{"binder against chain A", "A1-150,60-80",
-			Contig{{Chain: "A", Min: 1, Max: 150}, {Min: 60, Max: 80}}, 230},
-		{"fixed length", "70", Contig{{Min: 70, Max: 70}}, 70},
+			Contig{{Chain: "A", Min: 1, Max: 150}, {Min: 60, Max: 80, Kind: Protein}}, 230},
+		{"fixed length", "70", Contig{{Min: 70, Max: 70, Kind: Protein}}, 70},
 		{"chain breaks as rfd3 writes them", "40-120,/0,E6-155",
-			Contig{{Min: 40, Max: 120}, {Break: true}, {Chain: "E", Min: 6, Max: 155}}, 270},
+			Contig{{Min: 40, Max: 120, Kind: Protein}, {Break: true}, {Chain: "E", Min: 6, Max: 155}}, 270},
 		{"motif scaffolding", "A1-80,10,/0,B5-12",
-			Contig{{Chain: "A", Min: 1, Max: 80}, {Min: 10, Max: 10}, {Break: true}, {Chain: "B", Min: 5, Max: 12}}, 98},
-		{"spaces around segments", " A1-10 , 5-6 ", Contig{{Chain: "A", Min: 1, Max: 10}, {Min: 5, Max: 6}}, 16},
-		{"single-residue range and residue 0", "a0-0,3", Contig{{Chain: "a", Min: 0, Max: 0}, {Min: 3, Max: 3}}, 4},
+			Contig{{Chain: "A", Min: 1, Max: 80}, {Min: 10, Max: 10, Kind: Protein}, {Break: true}, {Chain: "B", Min: 5, Max: 12}}, 98},
+		{"spaces around segments", " A1-10 , 5-6 ", Contig{{Chain: "A", Min: 1, Max: 10}, {Min: 5, Max: 6, Kind: Protein}}, 16},
+		{"single-residue range and residue 0", "a0-0,3", Contig{{Chain: "a", Min: 0, Max: 0}, {Min: 3, Max: 3, Kind: Protein}}, 4},
+		{"a single kept residue, as rfd3's docs write A203", "A40-60,70,A203",
+			Contig{{Chain: "A", Min: 40, Max: 60}, {Min: 70, Max: 70, Kind: Protein}, {Chain: "A", Min: 203, Max: 203}}, 92},
+		{"the end repeating the chain, as rfd3's docs write B3-B45", "B3-B45", Contig{{Chain: "B", Min: 3, Max: 45}}, 43},
+		{"designed DNA and RNA segments", "12D,/0,8-10R",
+			Contig{{Min: 12, Max: 12, Kind: DNA}, {Break: true}, {Min: 8, Max: 10, Kind: RNA}}, 22},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,7 +58,9 @@ func TestParseContigErrors(t *testing.T) {
 		{"length range backwards", "A1-5,80-60", `segment 2 "80-60": minimum length 80 is above maximum 60`},
 		{"zero length", "0", "at least 1"},
 		{"zero-length range", "0-5", "at least 1"},
-		{"chain without range", "A10", "<chain><start>-<end>"},
+		{"range ending on another chain", "A10-B20", "<chain><start>-<end>"},
+		{"unknown suffix", "12P", "expected a chain range"},
+		{"suffix on a kept range", "A1-10D", "<chain><start>-<end>"},
 		{"two-letter chain", "AB1-10", "<chain><start>-<end>"},
 		{"negative", "-5", "expected a chain range"},
 		{"open range", "10-", "expected a chain range"},
@@ -96,9 +102,9 @@ func TestContigDesigns(t *testing.T) {
 }
 
 // FuzzParseContig checks that any text either parses or fails cleanly, and that a parsed
-// contig written back in the same grammar parses to the same segments.
+// contig written back (String) parses to the same segments.
 func FuzzParseContig(f *testing.F) {
-	for _, seed := range []string{"A1-150,60-80", "40-120,/0,E6-155", "70", "", ",", "A-1", "1-2-3", " a0-0 , 3 "} {
+	for _, seed := range []string{"A1-150,60-80", "40-120,/0,E6-155", "70", "", ",", "A-1", "1-2-3", " a0-0 , 3 ", "A203,B3-B45,12D,8-10R"} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -106,18 +112,7 @@ func FuzzParseContig(f *testing.F) {
 		if err != nil {
 			return
 		}
-		parts := make([]string, len(c))
-		for i, seg := range c {
-			switch {
-			case seg.Break:
-				parts[i] = "/0"
-			case seg.Chain != "":
-				parts[i] = fmt.Sprintf("%s%d-%d", seg.Chain, seg.Min, seg.Max)
-			default:
-				parts[i] = fmt.Sprintf("%d-%d", seg.Min, seg.Max)
-			}
-		}
-		again, err := ParseContig(strings.Join(parts, ","))
+		again, err := ParseContig(c.String())
 		if err != nil || !reflect.DeepEqual(again, c) {
 			t.Fatalf("round trip of %#v gave %#v, %v", c, again, err)
 		}

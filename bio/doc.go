@@ -2,9 +2,10 @@
 // turns prediction inputs into one normalised form, the Complex, that every prediction
 // engine translates from. Formats: FASTA (plain, or with Boltz's >ID|TYPE|MSA headers),
 // Boltz's input YAML (its whole schema, read with positioned errors), protein, DNA and RNA
-// sequences, SMILES syntax, inline alignments (A3M and Boltz's CSV), rfd3 contig strings,
-// and a first look at PDB or mmCIF structure text; Complexes reads a stored prediction
-// job's input into its targets. It only parses and checks; it knows nothing of HTTP,
-// models or the catalog, imports only job (for the input and error types), and never reads
-// a file an input names.
+// sequences, SMILES syntax, inline alignments (A3M and Boltz's CSV), rfd3 contig strings
+// (checked against a structure), PDB and mmCIF structure text (chains, residues and their
+// polymer kinds, for design inputs), and BoltzGen design specs in their two forms;
+// Complexes reads a stored prediction job's input into its targets. It only parses and
+// checks; it knows nothing of HTTP, models or the catalog, imports only job (for the input
+// and error types) and the YAML parser, and never reads a file an input names.
 package bio

@@ -94,9 +94,16 @@ type Param struct {
 
 // Protocol is one design protocol.
 type Protocol struct {
-	ID          string
-	Model       string   // the design model that runs it
-	Requires    []string // request fields it needs
+	ID       string
+	Model    string   // the design model that runs it
+	Requires []string // request fields it needs
+	// Optional are request fields it takes besides (BoltzGen's structure, for a spec's file
+	// entity).
+	Optional []string
+	// Binder is what a BoltzGen protocol designs against a spec in Boltz's sequences form,
+	// in BoltzGen's sequence notation (80..140: a chain of 80 to 140 designed residues);
+	// empty where the protocol takes only BoltzGen's entities form.
+	Binder      string
 	Description string
 }
 

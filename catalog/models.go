@@ -220,7 +220,8 @@ func models(l Limits) []Model {
 				budget,
 				boolParam("fast", true, "Faster numerics (see the model's fast); never fewer designs or steps."),
 			},
-			Fast: "On: cuEquivariance kernels (--use_kernels true); off: --use_kernels false.",
+			Fast: "On: cuEquivariance kernels where the GPU has them (--use_kernels auto, upstream's default); off: --use_kernels false. " +
+				"Never fewer designs or steps.",
 		},
 		{
 			// A contig bounds the size of an rfd3 design: kept ranges plus designed maxima.
@@ -270,17 +271,46 @@ func saprot(id, name string) Model {
 }
 
 func protocols() []Protocol {
-	spec := []string{"spec"}
 	rfd3 := []string{"structure", "contig"}
-	return []Protocol{
-		{ID: "protein-anything", Model: "boltzgen", Requires: spec, Description: "Mini-protein binder against any target."},
-		{ID: "peptide-anything", Model: "boltzgen", Requires: spec, Description: "Short peptide binder."},
-		{ID: "nanobody-anything", Model: "boltzgen", Requires: spec, Description: "Single-domain antibody (nanobody) binder."},
-		{ID: "antibody-anything", Model: "boltzgen", Requires: spec, Description: "Antibody binder."},
-		{ID: "protein-small_molecule", Model: "boltzgen", Requires: spec, Description: "Protein binder with a binding-affinity step."},
-		{ID: "protein-redesign", Model: "boltzgen", Requires: spec, Description: "Re-design residues of an existing binder."},
-		{ID: "rfd3-binder", Model: "rfd3", Requires: rfd3, Description: "Binder against a protein structure."},
-		{ID: "rfd3-scaffold", Model: "rfd3", Requires: rfd3, Description: "Scaffold around a fixed motif."},
-		{ID: "rfd3-na-binder", Model: "rfd3", Requires: rfd3, Description: "Binder against a fixed DNA or RNA structure."},
+	boltzgen := func(id, binder, desc string) Protocol {
+		return Protocol{ID: id, Model: "boltzgen", Requires: []string{"spec"}, Optional: []string{"structure"}, Binder: binder,
+			Description: desc + specForms(binder)}
 	}
+	return []Protocol{
+		boltzgen("protein-anything", "80..140", "Mini-protein binder against any target."),
+		boltzgen("peptide-anything", "12..20", "Short peptide binder (no cysteines, peptide filters)."),
+		boltzgen("nanobody-anything", "110..130", "Single-domain antibody (nanobody) binder, with antibody filters."),
+		boltzgen("antibody-anything", "110..130", "Antibody binder, with antibody filters."),
+		boltzgen("protein-small_molecule", "80..140", "Protein binder of a small molecule, with a binding-affinity step."),
+		boltzgen("protein-redesign", "", "Re-design residues of an existing binder: a file entity whose design lists the residues."),
+		{ID: "rfd3-binder", Model: "rfd3", Requires: rfd3, Description: "Binder against a protein structure: the contig keeps " +
+			"target residues (E6-155) and designs the binder (40-120), with /0 between them."},
+		{ID: "rfd3-scaffold", Model: "rfd3", Requires: rfd3, Description: "Scaffold around a fixed motif: the contig keeps the " +
+			"motif residues (A1-80, B5-12) and designs what joins them (10, 60-80)."},
+		{ID: "rfd3-na-binder", Model: "rfd3", Requires: rfd3, Description: "Binder against a fixed DNA or RNA structure: the contig " +
+			"keeps residues of at least one DNA or RNA chain and designs the protein (120-130)."},
+	}
+}
+
+// specForms says which spec forms a BoltzGen protocol takes.
+func specForms(binder string) string {
+	const entities = " spec: BoltzGen's design-spec YAML (entities: ...); a file entity names the structure field by a " +
+		"file name (path: target.cif)."
+	if binder == "" {
+		return entities
+	}
+	return entities + " Or a Boltz-style YAML of the target alone (sequences: ...), against which one protein chain of " +
+		binder + " designed residues is the binder."
+}
+
+// Binders maps each BoltzGen protocol that takes the sequences form to the binder it
+// designs there, for the engine that writes BoltzGen's spec.
+func (c *Catalog) Binders() map[string]string {
+	m := map[string]string{}
+	for _, p := range c.Protocols {
+		if p.Binder != "" {
+			m[p.ID] = p.Binder
+		}
+	}
+	return m
 }

@@ -118,9 +118,10 @@ func (c *Catalog) targets(in []job.Target) ([]job.Target, error) {
 
 // NewDesign validates a design request and returns the job it creates, without ID, owner,
 // status or times. The job's Model stays empty (the interface shows null for designs); its
-// RunModel is the protocol's model. Errors are *job.InvalidError.
-//
-// The BoltzGen spec is only size-checked here; parsing it belongs to the input normaliser.
+// RunModel is the protocol's model. The structure is read, a BoltzGen spec parsed against
+// it (bio.ParseDesignSpec) and an rfd3 contig checked against it, so that a design that
+// names a chain or residue the structure lacks, or is larger than the model's
+// max_residues, is refused here. Errors are *job.InvalidError.
 func (c *Catalog) NewDesign(r *DesignRequest) (*job.Job, error) {
 	if r.Protocol == "" {
 		return nil, job.Invalid("protocol", "is required; valid protocols are %s", strings.Join(c.ProtocolIDs(), ", "))
@@ -147,17 +148,12 @@ func (c *Catalog) NewDesign(r *DesignRequest) (*job.Job, error) {
 		switch {
 		case needed && !f.given:
 			return nil, job.Invalid(f.field, "is required by protocol %s, which takes %s", p.ID, strings.Join(p.Requires, " and "))
-		case !needed && f.given:
+		case !needed && f.given && !slices.Contains(p.Optional, f.field):
 			return nil, job.Invalid(f.field, "is not used by protocol %s, which takes %s", p.ID, strings.Join(p.Requires, " and "))
 		}
 	}
 	j := &job.Job{Kind: job.DesignKind, Name: r.Name, Protocol: p.ID, RunModel: m.ID}
-	if r.Spec != nil {
-		if err := checkText(*r.Spec, c.Limits.MaxContentChars, "max_content_chars"); err != nil {
-			return nil, invalid("spec", err)
-		}
-		j.Input.Spec = *r.Spec
-	}
+	var structure *bio.Structure
 	if r.Structure != nil {
 		if err := checkText(*r.Structure, c.Limits.StructureChars, "structure_chars"); err != nil {
 			return nil, invalid("structure", err)
@@ -165,13 +161,24 @@ func (c *Catalog) NewDesign(r *DesignRequest) (*job.Job, error) {
 		if bio.StructureFormat(*r.Structure) == "" {
 			return nil, job.Invalid("structure", "must be PDB text (ATOM or HETATM records) or mmCIF text (a data_ block with _atom_site records)")
 		}
-		j.Input.Structure = *r.Structure
+		s, err := bio.ReadStructure(*r.Structure)
+		if err != nil {
+			return nil, invalid("structure", err)
+		}
+		structure, j.Input.Structure = s, *r.Structure
+	}
+	if r.Spec != nil {
+		if err := c.checkSpec(m, p, *r.Spec, structure); err != nil {
+			return nil, invalid("spec", err)
+		}
+		j.Input.Spec = *r.Spec
 	}
 	if r.Contig != nil {
-		if err := c.checkContig(m, *r.Contig); err != nil {
+		contig, err := c.checkContig(m, p, *r.Contig, structure)
+		if err != nil {
 			return nil, invalid("contig", err)
 		}
-		j.Input.Contig = strings.TrimSpace(*r.Contig)
+		j.Input.Contig = contig
 	}
 	params, err := acceptParams(m, r.Params)
 	if err != nil {
@@ -181,21 +188,68 @@ func (c *Catalog) NewDesign(r *DesignRequest) (*job.Job, error) {
 	return j, nil
 }
 
-func (c *Catalog) checkContig(m *Model, s string) error {
-	if err := checkText(s, c.Limits.MaxContentChars, "max_content_chars"); err != nil {
+// checkSpec parses a BoltzGen spec against the structure sent with it and checks that its
+// designs fit the model.
+func (c *Catalog) checkSpec(m *Model, p *Protocol, text string, structure *bio.Structure) error {
+	if err := checkText(text, c.Limits.MaxContentChars, "max_content_chars"); err != nil {
 		return err
 	}
-	contig, err := bio.ParseContig(s)
+	spec, err := bio.ParseDesignSpec(text, structure)
 	if err != nil {
 		return err
 	}
-	if !contig.Designs() {
-		return fmt.Errorf("has no designed segment, so there is nothing to design; add a length such as 60-80")
+	n := spec.MaxResidues
+	if spec.Form == bio.SequencesSpec {
+		if p.Binder == "" {
+			return fmt.Errorf("protocol %s takes BoltzGen's entities form only (a file entity whose design lists the residues to re-design), "+
+				"not a Boltz-style sequences list", p.ID)
+		}
+		_, longest, err := bio.DesignedLength(p.Binder)
+		if err != nil {
+			return fmt.Errorf("catalog: protocol %s has the binder %q: %v", p.ID, p.Binder, err)
+		}
+		n += longest
 	}
-	if n := contig.MaxResidues(); n > m.MaxResidues {
-		return fmt.Errorf("describes up to %d residues; %s designs at most %d (max_residues)", n, m.ID, m.MaxResidues)
+	if n > m.MaxResidues {
+		return fmt.Errorf("describes designs of up to %d residues; %s designs at most %d (max_residues)", n, m.ID, m.MaxResidues)
 	}
 	return nil
+}
+
+// checkContig parses an rfd3 contig, checks it against the structure and the protocol, and
+// returns it in the spelling rfd3 reads.
+func (c *Catalog) checkContig(m *Model, p *Protocol, s string, structure *bio.Structure) (string, error) {
+	if err := checkText(s, c.Limits.MaxContentChars, "max_content_chars"); err != nil {
+		return "", err
+	}
+	contig, err := bio.ParseContig(s)
+	if err != nil {
+		return "", err
+	}
+	if !contig.Designs() {
+		return "", fmt.Errorf("has no designed segment, so there is nothing to design; add a length such as 60-80")
+	}
+	if n := contig.MaxResidues(); n > m.MaxResidues {
+		return "", fmt.Errorf("describes up to %d residues; %s designs at most %d (max_residues)", n, m.ID, m.MaxResidues)
+	}
+	if err := contig.CheckAgainst(structure); err != nil {
+		return "", err
+	}
+	kept := contig.KeptKinds(structure)
+	switch p.ID {
+	case "rfd3-na-binder":
+		if !slices.Contains(kept, bio.DNA) && !slices.Contains(kept, bio.RNA) {
+			return "", fmt.Errorf("keeps no residue of a DNA or RNA chain, which rfd3-na-binder designs a binder against; "+
+				"the structure's chains are %s", structure.Describe())
+		}
+	case "rfd3-binder", "rfd3-scaffold":
+		if len(kept) == 0 {
+			what := map[string]string{"rfd3-binder": "target", "rfd3-scaffold": "motif"}[p.ID]
+			return "", fmt.Errorf("keeps no residue of the structure, so %s has no %s; add a chain range such as A10-50 "+
+				"(the structure's chains are %s)", p.ID, what, structure.Describe())
+		}
+	}
+	return contig.String(), nil
 }
 
 // NewEmbed validates an embedding request and returns the job it creates, without ID,

@@ -1,6 +1,8 @@
 package catalog
 
 import (
+	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -40,7 +42,25 @@ func embed(c *Catalog, body string) (*job.Job, error) {
 	return c.NewEmbed(&r)
 }
 
-const pdbText = "ATOM      1  N   ALA A   1      11.104   6.134  -6.504  1.00  0.00           N\n"
+// structureText is a small mmCIF structure: protein chain A (residues 1-12) and DNA chain
+// B (1-4).
+var structureText = func() string {
+	var b strings.Builder
+	b.WriteString("data_x\nloop_\n_atom_site.label_comp_id\n_atom_site.auth_asym_id\n_atom_site.auth_seq_id\n")
+	for i := 1; i <= 12; i++ {
+		fmt.Fprintf(&b, "ALA A %d\n", i)
+	}
+	for i, n := range []string{"DA", "DC", "DG", "DT"} {
+		fmt.Fprintf(&b, "%s B %d\n", n, i+1)
+	}
+	return b.String()
+}()
+
+// jsonText is s as a JSON string.
+func jsonText(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
 
 func TestNewPredictJob(t *testing.T) {
 	t.Parallel()
@@ -246,7 +266,8 @@ func TestPredictParamsPerModel(t *testing.T) {
 
 func TestNewDesignJob(t *testing.T) {
 	t.Parallel()
-	spec := `"spec": "entities:\n  - protein: {id: B, sequence: 80..140}\n"`
+	spec := `"spec": "entities:\n  - protein: {id: B, sequence: 20..30}\n"`
+	structure := `"structure": ` + jsonText(structureText)
 	tests := []struct {
 		name string
 		body string
@@ -257,7 +278,7 @@ func TestNewDesignJob(t *testing.T) {
 			body: `{"protocol": "protein-anything", ` + spec + `}`,
 			want: job.Job{
 				Kind: job.DesignKind, Protocol: "protein-anything", RunModel: "boltzgen", Total: 10,
-				Input:  job.Input{Spec: "entities:\n  - protein: {id: B, sequence: 80..140}\n"},
+				Input:  job.Input{Spec: "entities:\n  - protein: {id: B, sequence: 20..30}\n"},
 				Params: map[string]any{"num_designs": 10, "budget": 10, "fast": true},
 			},
 		},
@@ -266,7 +287,7 @@ func TestNewDesignJob(t *testing.T) {
 			body: `{"protocol": "nanobody-anything", "model": "boltzgen", "name": "nb", ` + spec + `, "params": {"num_designs": 4, "budget": 9}}`,
 			want: job.Job{
 				Kind: job.DesignKind, Name: "nb", Protocol: "nanobody-anything", RunModel: "boltzgen", Total: 4,
-				Input:  job.Input{Spec: "entities:\n  - protein: {id: B, sequence: 80..140}\n"},
+				Input:  job.Input{Spec: "entities:\n  - protein: {id: B, sequence: 20..30}\n"},
 				Params: map[string]any{"num_designs": 4, "budget": 4, "fast": true},
 			},
 		},
@@ -275,7 +296,7 @@ func TestNewDesignJob(t *testing.T) {
 			body: `{"protocol": "peptide-anything", ` + spec + `, "params": {"num_designs": 3, "fast": false}}`,
 			want: job.Job{
 				Kind: job.DesignKind, Protocol: "peptide-anything", RunModel: "boltzgen", Total: 3,
-				Input:  job.Input{Spec: "entities:\n  - protein: {id: B, sequence: 80..140}\n"},
+				Input:  job.Input{Spec: "entities:\n  - protein: {id: B, sequence: 20..30}\n"},
 				Params: map[string]any{"num_designs": 3, "budget": 3, "fast": false},
 			},
 		},
@@ -284,36 +305,36 @@ func TestNewDesignJob(t *testing.T) {
 			body: `{"protocol": "protein-redesign", ` + spec + `, "params": {"num_designs": 5000, "budget": 0}}`,
 			want: job.Job{
 				Kind: job.DesignKind, Protocol: "protein-redesign", RunModel: "boltzgen", Total: 20,
-				Input:  job.Input{Spec: "entities:\n  - protein: {id: B, sequence: 80..140}\n"},
+				Input:  job.Input{Spec: "entities:\n  - protein: {id: B, sequence: 20..30}\n"},
 				Params: map[string]any{"num_designs": 20, "budget": 1, "fast": true},
 			},
 		},
 		{
 			name: "an rfd3 protocol with defaults",
-			body: `{"protocol": "rfd3-binder", "structure": "` + strings.TrimSpace(pdbText) + `", "contig": " A1-10,/0,5-20 "}`,
+			body: `{"protocol": "rfd3-binder", ` + structure + `, "contig": " A1-10,/0,5-20 "}`,
 			want: job.Job{
 				Kind: job.DesignKind, Protocol: "rfd3-binder", RunModel: "rfd3", Total: 4,
-				Input:  job.Input{Structure: strings.TrimSpace(pdbText), Contig: "A1-10,/0,5-20"},
+				Input:  job.Input{Structure: structureText, Contig: "A1-10,/0,5-20"},
 				Params: map[string]any{"num_designs": 4, "num_timesteps": 100, "seed": 42},
 			},
 		},
 		{
 			name: "rfd3 numbers clamp at both ends",
-			body: `{"protocol": "rfd3-scaffold", "structure": "data_x\n_atom_site.id\n", "contig": "A1-5,30",
+			body: `{"protocol": "rfd3-scaffold", ` + structure + `, "contig": "A1-5,30",
 				"params": {"num_designs": 0, "num_timesteps": 1000, "seed": -1}}`,
 			want: job.Job{
 				Kind: job.DesignKind, Protocol: "rfd3-scaffold", RunModel: "rfd3", Total: 1,
-				Input:  job.Input{Structure: "data_x\n_atom_site.id\n", Contig: "A1-5,30"},
+				Input:  job.Input{Structure: structureText, Contig: "A1-5,30"},
 				Params: map[string]any{"num_designs": 1, "num_timesteps": 200, "seed": 0},
 			},
 		},
 		{
 			name: "rfd3 upper clamps and lower timesteps",
-			body: `{"protocol": "rfd3-na-binder", "structure": "data_x\n_atom_site.id\n", "contig": "25",
+			body: `{"protocol": "rfd3-na-binder", ` + structure + `, "contig": "B1-B4,/0,25",
 				"params": {"num_designs": 99, "num_timesteps": 1, "seed": 3000000000}}`,
 			want: job.Job{
 				Kind: job.DesignKind, Protocol: "rfd3-na-binder", RunModel: "rfd3", Total: 6,
-				Input:  job.Input{Structure: "data_x\n_atom_site.id\n", Contig: "25"},
+				Input:  job.Input{Structure: structureText, Contig: "B1-4,/0,25"},
 				Params: map[string]any{"num_designs": 6, "num_timesteps": 4, "seed": 2147483647},
 			},
 		},
@@ -334,7 +355,8 @@ func TestNewDesignJob(t *testing.T) {
 
 func TestNewDesignRejects(t *testing.T) {
 	t.Parallel()
-	const s = `"structure": "data_x\n_atom_site.id\n"`
+	s := `"structure": ` + jsonText(structureText)
+	const spec = `"spec": "entities:\n  - protein: {id: B, sequence: 20..30}\n"`
 	tests := []struct {
 		name   string
 		body   string
@@ -353,8 +375,28 @@ func TestNewDesignRejects(t *testing.T) {
 		{"spec is required for BoltzGen", `{"protocol": "antibody-anything"}`, "spec", "is required by protocol antibody-anything, which takes spec"},
 		{"structure is required for rfd3", `{"protocol": "rfd3-binder", "contig": "10"}`, "structure", "is required by protocol rfd3-binder, which takes structure and contig"},
 		{"contig is required for rfd3", `{"protocol": "rfd3-binder", ` + s + `}`, "contig", "is required by protocol rfd3-binder"},
-		{"structure is not for BoltzGen", `{"protocol": "protein-anything", "spec": "x", ` + s + `}`, "structure",
-			"is not used by protocol protein-anything, which takes spec"},
+		{"a structure the BoltzGen spec does not name", `{"protocol": "protein-anything", ` + spec + `, ` + s + `}`, "spec",
+			"a structure was sent, but the spec has no file entity naming it"},
+		{"a BoltzGen spec that is no spec", `{"protocol": "protein-anything", "spec": "x"}`, "spec",
+			"line 1, column 1: a design spec is a YAML mapping"},
+		{"a BoltzGen spec naming a file outside its folder", `{"protocol": "protein-anything", "spec": "entities:\n  - file: {path: ../t.cif}\n"}`,
+			"spec", `line 2, column 18: entities[0].file.path "../t.cif" leaves the spec's folder`},
+		{"a BoltzGen design over the ceiling", `{"protocol": "protein-anything", "spec": "entities:\n  - protein: {id: B, sequence: 30..41}\n"}`,
+			"spec", "describes designs of up to 41 residues; boltzgen designs at most 40 (max_residues)"},
+		{"a target whose binder would pass the ceiling", `{"protocol": "nanobody-anything", "spec": "sequences:\n- protein: {id: A, sequence: MK}"}`,
+			"spec", "describes designs of up to 132 residues"},
+		{"protein-redesign takes no sequences form", `{"protocol": "protein-redesign", "spec": "sequences:\n  - protein: {id: A, sequence: MK}\n"}`,
+			"spec", "protocol protein-redesign takes BoltzGen's entities form only"},
+		{"a structure that does not read", `{"protocol": "rfd3-binder", "contig": "10", "structure": "ATOM      1  N   ALA A   X \n"}`,
+			"structure", `line 1, column 23: residue number "X" is not a number`},
+		{"a contig residue the structure lacks", `{"protocol": "rfd3-binder", ` + s + `, "contig": "A1-13,5"}`, "contig",
+			"segment 1 A1-13: chain A has no residue 13; its residues are 1-12"},
+		{"a contig chain the structure lacks", `{"protocol": "rfd3-binder", ` + s + `, "contig": "C1-3,5"}`, "contig",
+			"segment 1 C1-3: the structure has no chain C; its chains are A (protein, residues 1-12), B (dna, residues 1-4)"},
+		{"a nucleic-acid binder against protein only", `{"protocol": "rfd3-na-binder", ` + s + `, "contig": "A1-5,/0,20"}`, "contig",
+			"keeps no residue of a DNA or RNA chain"},
+		{"a binder against nothing", `{"protocol": "rfd3-binder", ` + s + `, "contig": "20"}`, "contig",
+			"keeps no residue of the structure, so rfd3-binder has no target"},
 		{"contig is not for BoltzGen", `{"protocol": "protein-anything", "spec": "x", "contig": "10"}`, "contig", "is not used by protocol protein-anything"},
 		{"spec is not for rfd3", `{"protocol": "rfd3-scaffold", "spec": "x", ` + s + `, "contig": "10"}`, "spec",
 			"is not used by protocol rfd3-scaffold, which takes structure and contig"},
@@ -368,11 +410,11 @@ func TestNewDesignRejects(t *testing.T) {
 		{"contig syntax", `{"protocol": "rfd3-binder", ` + s + `, "contig": "A1-10,B"}`, "contig", `segment 2 "B"`},
 		{"contig range backwards", `{"protocol": "rfd3-binder", ` + s + `, "contig": "A1-10,80-60"}`, "contig", "minimum length 80 is above maximum 60"},
 		{"contig with nothing to design", `{"protocol": "rfd3-binder", ` + s + `, "contig": "A1-10"}`, "contig", "has no designed segment"},
-		{"contig over the ceiling", `{"protocol": "rfd3-binder", ` + s + `, "contig": "A1-30,5-11"}`, "contig",
+		{"contig over the ceiling", `{"protocol": "rfd3-binder", ` + s + `, "contig": "A1-12,5-29"}`, "contig",
 			"describes up to 41 residues; rfd3 designs at most 40 (max_residues)"},
-		{"unknown param", `{"protocol": "rfd3-binder", ` + s + `, "contig": "10", "params": {"budget": 2}}`, "params.budget",
+		{"unknown param", `{"protocol": "rfd3-binder", ` + s + `, "contig": "A1-2,10", "params": {"budget": 2}}`, "params.budget",
 			"unknown param for rfd3; valid params are num_designs, num_timesteps, seed"},
-		{"wrong param type", `{"protocol": "protein-anything", "spec": "x", "params": {"num_designs": "10"}}`, "params.num_designs", "must be an integer"},
+		{"wrong param type", `{"protocol": "protein-anything", ` + spec + `, "params": {"num_designs": "10"}}`, "params.num_designs", "must be an integer"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -35,6 +35,7 @@ func TestMain(m *testing.M) {
 	removeCLIBinary()
 	removeStandIn()
 	removeProtenixStandIns()
+	removeDesignStandIns()
 	if code == 0 && flag.Lookup("test.run").Value.String() == "" {
 		code = reportUncovered()
 	}

@@ -146,7 +146,7 @@ func TestParamsShowClampedValuesAndDefaults(t *testing.T) {
 	}
 	s.post("/v1/jobs/"+j["id"].(string)+"/cancel", nil).expect(http.StatusOK)
 
-	d := s.post("/v1/designs", map[string]any{"protocol": "protein-anything", "spec": "entities: []",
+	d := s.post("/v1/designs", map[string]any{"protocol": "protein-anything", "spec": "entities:\n  - protein: {id: B, sequence: 80..140}\n",
 		"params": map[string]any{"num_designs": 5, "budget": 50}}).expect(http.StatusAccepted).json()
 	dp := d["params"].(map[string]any)
 	mustf(t, dp["num_designs"] == 5.0 && dp["budget"] == 5.0 && dp["fast"] == true, "design params %v", dp)

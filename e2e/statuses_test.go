@@ -10,14 +10,14 @@ import (
 // createBodies is one valid body per create endpoint, for the test engine's models.
 var createBodies = map[string]map[string]any{
 	"/v1/predictions": {"sequence": "MKTAYIAKQ", "name": "hang"},
-	"/v1/designs":     {"protocol": "protein-anything", "spec": "entities: []", "name": "hang"},
+	"/v1/designs":     {"protocol": "protein-anything", "spec": "entities:\n  - protein: {id: B, sequence: 80..140}\n", "name": "hang"},
 	"/v1/embeddings":  {"sequence": "MKTAYIAKQ", "name": "hang"},
 }
 
 // unavailableBodies ask for a model no test worker serves.
 var unavailableBodies = map[string]map[string]any{
 	"/v1/predictions": {"model": "openfold3", "sequence": "MKTAYIAKQ"},
-	"/v1/designs":     {"protocol": "rfd3-binder", "contig": "A1-5,40-60", "structure": "ATOM      1  N   MET A   1      11.104  13.207   2.100  1.00  0.00           N\n"},
+	"/v1/designs":     {"protocol": "rfd3-binder", "contig": "A1,40-60", "structure": "ATOM      1  N   MET A   1      11.104  13.207   2.100  1.00  0.00           N\n"},
 	"/v1/embeddings":  {"model": "saprot-650m", "sequence": "MKTAYIAKQ"},
 }
 

@@ -6,10 +6,13 @@ import (
 	"strings"
 
 	"github.com/chaperone-bio/chaperone/app"
+	"github.com/chaperone-bio/chaperone/catalog"
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/boltz"
+	"github.com/chaperone-bio/chaperone/engine/boltzgen"
 	"github.com/chaperone-bio/chaperone/engine/openfold3"
 	"github.com/chaperone-bio/chaperone/engine/protenix"
+	"github.com/chaperone-bio/chaperone/engine/rfd3"
 )
 
 // builtinEngines are the engines of real upstream tools that this build offers, set up
@@ -21,6 +24,8 @@ func builtinEngines(msaServer string) []engine.Engine {
 		boltz.New(boltz.Config{MSAServerURL: msaServer, GPU: gpu}),
 		openfold3.New(openfold3.Config{MSAServerURL: msaServer, GPU: gpu}),
 		protenix.New(pc), protenix.NewOpenDDE(pc), protenix.NewOpenDDEAbAg(pc),
+		boltzgen.New(boltzgen.Config{Binders: catalog.Default().Binders()}),
+		rfd3.New(),
 	}
 }
 

@@ -1,0 +1,169 @@
+// Package boltzgen is the engine of the catalog's boltzgen model and its six protocols: it
+// drives BoltzGen's command line (github.com/HannesStark/boltzgen, `boltzgen run`) as its
+// argparse options and output layout are in BoltzGen 0.3.
+//
+// A job is one boltzgen run. The spec the caller sent is parsed again (bio.ParseDesignSpec)
+// and written as BoltzGen reads it: a spec in BoltzGen's entities form as it is, with the
+// request's structure written beside it under the one file name its file entities give; a
+// spec in Boltz's sequences form rewritten as entities, the target's chains plus the binder
+// the protocol designs (Config.Binders). BoltzGen runs its steps (design, inverse folding,
+// folding, analysis, filtering) as subprocesses that can die without failing the run, so
+// the engine trusts only the final ranked set it finds: designs from
+// final_ranked_designs/final_<budget>_designs/ in the order of their rank, each with the
+// metrics of its row of final_designs_metrics_<budget>.csv. Imports: engine,
+// engine/toolkit, job, bio.
+package boltzgen
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/chaperone-bio/chaperone/bio"
+	"github.com/chaperone-bio/chaperone/engine"
+	"github.com/chaperone-bio/chaperone/engine/toolkit"
+	"github.com/chaperone-bio/chaperone/job"
+)
+
+// Config is the engine's setup on one worker.
+type Config struct {
+	// Binders maps a protocol to the binder it designs against a spec in the sequences
+	// form, in BoltzGen's sequence notation (80..140), as the catalog documents it.
+	Binders map[string]string
+}
+
+// Engine runs boltzgen jobs with the boltzgen command.
+type Engine struct {
+	cfg  Config
+	tool *toolkit.Tool
+}
+
+// New returns an engine with the given setup.
+func New(cfg Config) *Engine {
+	return &Engine{cfg: cfg, tool: &toolkit.Tool{
+		Name:       "boltzgen",
+		Install:    "BoltzGen (pip install boltzgen)",
+		Subcommand: []string{"run"},
+		Options:    []string{"--protocol", "--output", "--num_designs", "--budget", "--use_kernels"},
+		Needs:      "BoltzGen 0.3 (pip install -U boltzgen)",
+	}}
+}
+
+func (e *Engine) Name() string     { return e.tool.Name }
+func (e *Engine) Models() []string { return []string{"boltzgen"} }
+
+// Check finds the boltzgen command and checks that `boltzgen run --help` lists every
+// option the engine passes.
+func (e *Engine) Check(ctx context.Context, tools engine.Tools) error {
+	return e.tool.Check(ctx, tools)
+}
+
+// Run designs with one boltzgen run.
+func (e *Engine) Run(ctx context.Context, run *engine.Run) (*engine.Output, error) {
+	return toolkit.RunSteps(ctx, run, e.tool, e.plan)
+}
+
+// params are a boltzgen job's params.
+type params struct {
+	NumDesigns int  `json:"num_designs"`
+	Budget     int  `json:"budget"`
+	Fast       bool `json:"fast"`
+}
+
+// design is one boltzgen job, in the steps of toolkit.RunSteps.
+type design struct {
+	log      io.Writer
+	report   func(job.Progress)
+	protocol string
+	params   params
+	spec     *bio.DesignSpec
+	text     string // the spec as sent
+	binder   string // for the sequences form
+	// structure is the request's structure text, written beside the spec as spec.File.
+	structure string
+	inputs    string // folder of the spec and its structure
+	out       string // BoltzGen's --output
+	mon       *monitor
+}
+
+func (e *Engine) plan(run *engine.Run, work string) (toolkit.Steps, error) {
+	j := run.Job
+	p := params{NumDesigns: 10, Budget: 10, Fast: true}
+	if err := toolkit.DecodeParams(j.Params, &p); err != nil {
+		return nil, err
+	}
+	p.Budget = min(p.Budget, p.NumDesigns)
+	var structure *bio.Structure
+	if j.Input.Structure != "" {
+		s, err := bio.ReadStructure(j.Input.Structure)
+		if err != nil {
+			return nil, fmt.Errorf("reading the job's structure: %w", err)
+		}
+		structure = s
+	}
+	spec, err := bio.ParseDesignSpec(j.Input.Spec, structure)
+	if err != nil {
+		return nil, fmt.Errorf("reading the job's spec: %w", err)
+	}
+	d := &design{log: run.Log, report: run.Report, protocol: j.Protocol, params: p, spec: spec, text: j.Input.Spec,
+		structure: j.Input.Structure, inputs: filepath.Join(work, "inputs"), out: filepath.Join(work, "out")}
+	if spec.Form == bio.SequencesSpec {
+		if d.binder = e.cfg.Binders[j.Protocol]; d.binder == "" {
+			return nil, fmt.Errorf("protocol %s designs no binder against a spec in the sequences form; send BoltzGen's entities form", j.Protocol)
+		}
+	}
+	return d, os.MkdirAll(d.inputs, 0o755)
+}
+
+// specPath is where the spec is written; BoltzGen names its designs after its stem.
+func (d *design) specPath() string { return filepath.Join(d.inputs, "spec.yaml") }
+
+// WriteInputs writes the spec, and the structure beside it under the name its file
+// entities give.
+func (d *design) WriteInputs() error {
+	text := d.text
+	if d.spec.Form == bio.SequencesSpec {
+		text = entitiesYAML(d.spec, d.binder)
+	}
+	if err := os.WriteFile(d.specPath(), []byte(text), 0o644); err != nil {
+		return err
+	}
+	if d.spec.File == "" {
+		return nil
+	}
+	return os.WriteFile(filepath.Join(d.inputs, d.spec.File), []byte(d.structure), 0o644)
+}
+
+// Command is boltzgen run on the spec.
+func (d *design) Command() engine.Command {
+	kernels := "false"
+	if d.params.Fast {
+		kernels = "auto"
+	}
+	args := []string{"run", d.specPath(), "--protocol", d.protocol, "--output", d.out,
+		"--num_designs", strconv.Itoa(d.params.NumDesigns), "--budget", strconv.Itoa(d.params.Budget), "--use_kernels", kernels}
+	fmt.Fprintf(d.log, "[chaperone] boltzgen run: protocol %s, %d designs, the best %d kept; spec in the %s form%s\n",
+		d.protocol, d.params.NumDesigns, d.params.Budget, d.spec.Form, d.fileNote())
+	d.mon = newMonitor(d.report, d.params.NumDesigns)
+	return engine.Command{Args: args, OnLine: d.mon.line}
+}
+
+func (d *design) fileNote() string {
+	if d.spec.File == "" {
+		return ""
+	}
+	return ", with the structure as " + d.spec.File
+}
+
+// Results reads the final ranked designs.
+func (d *design) Results(exit error) (*engine.Output, error) {
+	d.mon.set(job.StageWriting, d.mon.fraction)
+	out, err := readDesigns(filepath.Join(d.out, "final_ranked_designs"), d.params.Budget, d.mon, exit)
+	if err == nil {
+		d.mon.set(job.StageWriting, 1)
+	}
+	return out, err
+}

@@ -1,0 +1,312 @@
+// Command rfd3 is a stand-in for RFdiffusion3's command line, a test fixture of package
+// rfd3test (see there for the behaviours a structure chooses). It follows foundry's
+// models/rfd3: rfd3/cli.py (typer's `design` command composing Hydra's config from
+// overrides), configs/inference_engine/{base,rfdiffusion3}.yaml (the keys, their types and
+// defaults), and rfd3/engine.py (example ids <spec>_<key>_<batch>, outputs
+// <example>_model_<n>.cif.gz and .json, and what it logs). Its designs are made up.
+package main
+
+import (
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/chaperone-bio/chaperone/bio"
+)
+
+const sleeperArg = "__stand_in_sleeper"
+
+func main() { os.Exit(run(os.Args[1:])) }
+
+// keys are the keys of RFdiffusion3's inference config and their types: int, float, bool,
+// str, any (also null), or mandatory (str, ???). specification is a dict open to any key.
+var keys = map[string]string{
+	"ckpt_path": "str", "num_nodes": "int", "devices_per_node": "int", "verbose": "bool", "seed": "int?",
+	"inputs": "mandatory", "out_dir": "mandatory", "json_keys_subset": "any", "skip_existing": "bool",
+	"diffusion_batch_size": "int", "n_batches": "int", "cleanup_guideposts": "bool", "cleanup_virtual_atoms": "bool",
+	"read_sequence_from_sequence_head": "bool", "output_full_json": "bool", "global_prefix": "any",
+	"dump_prediction_metadata_json": "bool", "dump_trajectories": "bool", "align_trajectory_structures": "bool",
+	"prevalidate_inputs": "bool", "low_memory_mode": "bool", "inference_engine": "str",
+	"inference_sampler.kind": "str", "inference_sampler.cfg_features": "any",
+	"inference_sampler.use_classifier_free_guidance": "bool", "inference_sampler.cfg_t_max": "any",
+	"inference_sampler.cfg_scale": "float", "inference_sampler.center_option": "str", "inference_sampler.s_trans": "float",
+	"inference_sampler.inference_noise_scaling_factor": "float", "inference_sampler.allow_realignment": "bool",
+	"inference_sampler.n_recycle": "any", "inference_sampler.num_timesteps": "int", "inference_sampler.step_scale": "float",
+	"inference_sampler.noise_scale": "float", "inference_sampler.p": "float", "inference_sampler.gamma_0": "float",
+	"inference_sampler.gamma_min": "float", "inference_sampler.s_jitter_origin": "float",
+}
+
+var defaults = map[string]string{
+	"diffusion_batch_size": "8", "n_batches": "1", "inference_sampler.num_timesteps": "200", "seed": "null", "skip_existing": "True",
+}
+
+const hydraHint = "\n\nSet the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.\n"
+
+func run(args []string) int {
+	if len(args) > 0 && args[0] == sleeperArg {
+		signal.Ignore(syscall.SIGTERM)
+		for {
+			time.Sleep(time.Hour)
+		}
+	}
+	if len(args) == 0 || args[0] != "design" {
+		fmt.Fprint(os.Stderr, "Usage: rfd3 [OPTIONS] COMMAND [ARGS]...\nTry 'rfd3 --help' for help.\n\nError: Missing command.\n")
+		return 2
+	}
+	args = args[1:]
+	for _, a := range args {
+		if a == "--help" {
+			fmt.Print("Usage: rfd3 design [OPTIONS]\n\n  Run design using hydra config overrides and input files.\n\nOptions:\n  --help  Show this message and exit.\n")
+			return 0
+		}
+	}
+	cfg := map[string]string{}
+	for k, v := range defaults {
+		cfg[k] = v
+	}
+	for _, a := range args {
+		key, value, ok := strings.Cut(a, "=")
+		if !ok {
+			fmt.Fprintf(os.Stderr, "Error parsing override '%s'\nmissing EQUAL at '<EOF>'\nSee https://hydra.cc/docs/1.2/advanced/override_grammar/basic for details%s", a, hydraHint)
+			return 1
+		}
+		add := strings.HasPrefix(key, "+")
+		key = strings.TrimLeft(key, "+")
+		typ, known := keys[key]
+		if !known && !add && !strings.HasPrefix(key, "specification.") {
+			fmt.Fprintf(os.Stderr, "Could not override '%s'.\nTo append to your config use +%s=%s\nKey '%s' is not in struct\n    full_key: %s\n    object_type=dict%s",
+				key, key, value, key, key, hydraHint)
+			return 1
+		}
+		if err := check(typ, value); err != "" {
+			fmt.Fprintf(os.Stderr, "Error merging override %s\nValue '%s' of type 'str' could not be converted to %s\n    full_key: %s\n    object_type=dict%s",
+				a, value, err, key, hydraHint)
+			return 1
+		}
+		cfg[key] = value
+	}
+	for _, k := range []string{"inputs", "out_dir"} {
+		if cfg[k] == "" {
+			return traceback(fmt.Sprintf("omegaconf.errors.MissingMandatoryValue: Missing mandatory value: %s\n    full_key: %s\n    object_type=dict", k, k))
+		}
+	}
+	return design(cfg)
+}
+
+// check is the name of the type a value cannot be converted to, or "".
+func check(typ, v string) string {
+	switch typ {
+	case "int":
+		if _, err := strconv.Atoi(v); err != nil {
+			return "Integer"
+		}
+	case "int?":
+		if _, err := strconv.Atoi(v); err != nil && v != "null" {
+			return "Integer"
+		}
+	case "float":
+		if _, err := strconv.ParseFloat(v, 64); err != nil {
+			return "Float"
+		}
+	case "bool":
+		switch strings.ToLower(v) {
+		case "true", "false", "yes", "no", "on", "off", "1", "0":
+		default:
+			return "Boolean"
+		}
+	}
+	return ""
+}
+
+func traceback(last string) int {
+	fmt.Fprintf(os.Stderr, "Traceback (most recent call last):\n  File \"/usr/lib/python3/site-packages/rfd3/run_inference.py\", line 1, in run_inference\n%s\n", last)
+	return 1
+}
+
+// design runs every specification of the inputs JSON, n_batches batches of
+// diffusion_batch_size designs each.
+func design(cfg map[string]string) int {
+	inputs := cfg["inputs"]
+	b, err := os.ReadFile(inputs)
+	if err != nil {
+		return traceback(fmt.Sprintf("FileNotFoundError: [Errno 2] No such file or directory: '%s'", inputs))
+	}
+	var specs map[string]map[string]any
+	if err := json.Unmarshal(b, &specs); err != nil {
+		return traceback("json.decoder.JSONDecodeError: " + err.Error())
+	}
+	size, _ := strconv.Atoi(cfg["diffusion_batch_size"])
+	n, _ := strconv.Atoi(cfg["n_batches"])
+	steps, _ := strconv.Atoi(cfg["inference_sampler.num_timesteps"])
+	seed := cfg["seed"]
+	if seed == "null" {
+		seed = strconv.FormatInt(time.Now().UnixNano(), 10)
+	}
+	if err := os.MkdirAll(cfg["out_dir"], 0o755); err != nil {
+		return traceback("OSError: " + err.Error())
+	}
+	stem := strings.TrimSuffix(filepath.Base(inputs), filepath.Ext(inputs))
+	fmt.Fprintf(os.Stderr, "[rank: 0] Seed set to %s\n", seed)
+	for key, spec := range specs {
+		for field := range spec {
+			switch field {
+			case "input", "contig", "length", "is_non_loopy", "ligand", "select_hotspots", "infer_ori_strategy", "ori_token", "unindex":
+			default:
+				return traceback(fmt.Sprintf("foundry.utils.components.ComponentValidationError: Unknown key in design specification: %s", field))
+			}
+		}
+		input, _ := spec["input"].(string)
+		text, err := os.ReadFile(input)
+		if err != nil {
+			return traceback(fmt.Sprintf("FileNotFoundError: [Errno 2] No such file or directory: '%s'", input))
+		}
+		behaviour := ""
+		if i := strings.Index(string(text), "rfd3test: "); i >= 0 {
+			behaviour = strings.Fields(string(text)[i+len("rfd3test: "):])[0]
+		}
+		s, err := bio.ReadStructure(string(text))
+		if err != nil {
+			return traceback("ValueError: " + err.Error())
+		}
+		contigText, _ := spec["contig"].(string)
+		contig, err := bio.ParseContig(contigText)
+		if err != nil {
+			return traceback("foundry.utils.components.ComponentValidationError: Invalid contig format: " + contigText)
+		}
+		if behaviour == "crash" {
+			return traceback("RuntimeError: CUDA error: an illegal memory access was encountered")
+		}
+		if behaviour == "hang" {
+			helper := exec.Command(os.Args[0], sleeperArg)
+			if err := helper.Start(); err != nil {
+				return traceback("OSError: " + err.Error())
+			}
+			for i := range 300 {
+				fmt.Fprintf(os.Stderr, "Sampling diffusion step %d of %d\n", i+1, steps)
+				time.Sleep(time.Second)
+			}
+		}
+		for batch := range n {
+			if behaviour == "oom" && batch == 1 {
+				return traceback("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB")
+			}
+			if behaviour == "invalid" {
+				return traceback("foundry.utils.components.ComponentValidationError: Residue A999 not found in atom array.")
+			}
+			start := time.Now()
+			for m := range size {
+				example := fmt.Sprintf("%s_%s_%d_model_%d", stem, key, batch, m)
+				base := filepath.Join(cfg["out_dir"], example)
+				rng := rand.New(rand.NewPCG(hash(seed, contigText, strconv.Itoa(batch), strconv.Itoa(m)), uint64(steps)))
+				cif, residues, err := build(example, contig, s, rng)
+				if err != nil {
+					return traceback("foundry.utils.components.ComponentValidationError: " + err.Error())
+				}
+				if err := writeGzip(base+".cif.gz", cif); err != nil {
+					return traceback("OSError: " + err.Error())
+				}
+				meta := map[string]any{
+					"metrics": map[string]any{
+						"max_ca_deviation": 0.2 + rng.Float64(), "n_chainbreaks": rng.IntN(2),
+						"n_clashing.interresidue_clashes_w_sidechain": rng.IntN(3), "n_clashing.interresidue_clashes_w_backbone": 0,
+						"non_loop_fraction": 0.6 + 0.3*rng.Float64(), "loop_fraction": 0.1 + 0.3*rng.Float64(),
+						"helix_fraction": 0.5 * rng.Float64(), "sheet_fraction": 0.3 * rng.Float64(), "num_ss_elements": 2 + rng.IntN(5),
+						"radius_of_gyration": 10 + 5*rng.Float64(), "alanine_content": 0.1 * rng.Float64(), "glycine_content": 0.1 * rng.Float64(),
+						"num_residues": residues,
+					},
+					"specification": spec, "diffused_index_map": map[string]string{}, "ckpt_path": cfg["ckpt_path"], "seed": seed,
+				}
+				mb, _ := json.MarshalIndent(meta, "", "    ")
+				if err := os.WriteFile(base+".json", mb, 0o644); err != nil {
+					return traceback("OSError: " + err.Error())
+				}
+				fmt.Fprintf(os.Stderr, "[INFO] Outputs for %s written to %s.\n", example, base)
+			}
+			fmt.Fprintf(os.Stderr, "[INFO] Finished inference batch in %.2f seconds.\n", time.Since(start).Seconds())
+		}
+	}
+	return 0
+}
+
+func hash(parts ...string) uint64 {
+	h := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	var v uint64
+	for _, b := range h[:8] {
+		v = v<<8 | uint64(b)
+	}
+	return v
+}
+
+var aminoAcids = []string{"ALA", "ARG", "ASN", "ASP", "GLU", "GLN", "GLY", "HIS", "ILE", "LEU", "LYS", "MET", "PHE", "PRO", "SER", "THR", "TRP", "TYR", "VAL"}
+
+// build writes a design as mmCIF: the contig's segments in order, chains A, B, … from one
+// /0 to the next, kept residues as the input has them, designed ones as the sequence head
+// calls them (made up).
+func build(name string, contig bio.Contig, s *bio.Structure, rng *rand.Rand) (string, int, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "data_%s\n#\nloop_\n_atom_site.group_PDB\n_atom_site.id\n_atom_site.type_symbol\n_atom_site.label_atom_id\n"+
+		"_atom_site.label_comp_id\n_atom_site.label_asym_id\n_atom_site.label_seq_id\n_atom_site.Cartn_x\n_atom_site.Cartn_y\n"+
+		"_atom_site.Cartn_z\n_atom_site.B_iso_or_equiv\n_atom_site.auth_seq_id\n_atom_site.auth_asym_id\n_atom_site.pdbx_PDB_model_num\n", name)
+	chain, res, atom := 'A', 0, 0
+	put := func(comp string) {
+		res++
+		atom++
+		fmt.Fprintf(&b, "ATOM %d C CA %s %c %d %.3f %.3f %.3f %.2f %d %c 1\n", atom, comp, chain, res,
+			10*rng.Float64(), 10*rng.Float64(), 10*rng.Float64(), 0.5+0.5*rng.Float64(), res, chain)
+	}
+	total := 0
+	for _, seg := range contig {
+		switch {
+		case seg.Break:
+			chain++
+			res = 0
+		case seg.Chain != "":
+			c, ok := s.Chain(seg.Chain)
+			for n := seg.Min; n <= seg.Max; n++ {
+				var rs []bio.Residue
+				if ok {
+					rs = c.Numbered(n)
+				}
+				if len(rs) == 0 {
+					return "", 0, fmt.Errorf("Residue %s%d not found in atom array.", seg.Chain, n)
+				}
+				put(rs[0].Name)
+				total++
+			}
+		default:
+			length := seg.Min + rng.IntN(seg.Max-seg.Min+1)
+			for range length {
+				put(aminoAcids[rng.IntN(len(aminoAcids))])
+				total++
+			}
+		}
+	}
+	return b.String(), total, nil
+}
+
+func writeGzip(path, text string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	z := gzip.NewWriter(f)
+	if _, err := z.Write([]byte(text)); err != nil {
+		f.Close()
+		return err
+	}
+	if err := z.Close(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,33 @@
+// Package standin builds the stand-ins of upstream tools that engine tests run: small Go
+// programs in a folder beside the test package that asks for them. It imports nothing of
+// chaperone.
+package standin
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+)
+
+// Build compiles the program in the folder name beside the calling file's folder into
+// dir/name and returns its path.
+func Build(dir, name string) (string, error) {
+	_, caller, _, ok := runtime.Caller(1)
+	if !ok {
+		return "", fmt.Errorf("standin: cannot locate the source of the %s stand-in", name)
+	}
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		return "", fmt.Errorf("standin: the %s stand-in is built with the go command: %w", name, err)
+	}
+	out := filepath.Join(dir, name)
+	cmd := exec.Command(goCmd, "build", "-o", out, ".")
+	cmd.Dir = filepath.Join(filepath.Dir(caller), name)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("standin: building the %s stand-in: %v\n%s", name, err, b)
+	}
+	return out, nil
+}
