@@ -39,6 +39,9 @@ type Model struct {
 	// most Limits.EmbedResidues).
 	MaxResidues  int
 	DModel       int // embedding models; 0 for others
+	// Letters are the residue letters the model's tokenizer knows, for an embedding model
+	// whose vocabulary is narrower than the protein alphabet; empty when it knows them all.
+	Letters string
 	Capabilities Capabilities
 	Params       []Param
 	// Fast says what `fast` does for this model, shown in the catalog.

@@ -259,12 +259,14 @@ func esmc(id, name string, dModel int) Model {
 }
 
 // saprot models run sequence-only (every structure token masked); both have a hidden size
-// of 1280 (their Hugging Face configs).
+// of 1280 (their Hugging Face configs). Their vocabulary pairs only the 20 standard amino
+// acids (and #) with a structure letter: X, B, Z, U and O would become unknown tokens.
 func saprot(id, name string) Model {
 	return Model{
 		ID: id, Kind: job.EmbedKind, Name: name, Tool: "transformers", MaxResidues: embedMaxResidues, DModel: 1280,
-		Params: embedParams(),
-		Fast:   "On: half-precision (bf16) autocast; off: fp32 throughout.",
+		Letters: "ACDEFGHIKLMNPQRSTVWY",
+		Params:  embedParams(),
+		Fast:    "On: half-precision (bf16) autocast; off: fp32 throughout.",
 	}
 }
 

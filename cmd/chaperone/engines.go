@@ -8,6 +8,7 @@ import (
 	"github.com/chaperone-bio/chaperone/app"
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/boltz"
+	"github.com/chaperone-bio/chaperone/engine/pydriver"
 )
 
 // builtinEngines are the engines of real upstream tools that this build offers, set up
@@ -15,6 +16,8 @@ import (
 func builtinEngines(msaServer string) []engine.Engine {
 	return []engine.Engine{
 		boltz.New(boltz.Config{MSAServerURL: msaServer, GPU: len(app.GPUs()) > 0}),
+		pydriver.ESM(),
+		pydriver.Transformers(),
 	}
 }
 

@@ -1,4 +1,4 @@
-"""chaperone's driver for the Python-API models (ESM C, SaProt, ESMFold2).
+"""chaperone's driver for the Python-API models (ESM C, SaProt).
 
 The Go binary embeds this file, writes it into a worker slot's folder and runs it in the
 operator's interpreter. It imports the model package once, then serves requests from Go over
@@ -13,11 +13,7 @@ Requests (Go -> driver), one at a time, each answered by events ending in "done"
    "sequences": [{"id", "sequence"}], "batches": [[index, ...], ...]}
       -> "progress" {"done", "total"} after each batch;
          "embedding" {"index", "length", "d_model"} + payload per_residue (if asked) then pooled
-  {"op": "fold", "model": MODEL, "targets": [{"id", "chains": [{"id", "sequence", "a3m"}]}],
-   "num_loops", "num_sampling_steps", "num_diffusion_samples", "seed"}
-      -> "progress" per target; "structure" {"target", "sample", "ptm", "iptm", "plddt",
-         "mmcif", "tokens"} + payload pae [tokens, tokens]; "target_failed" {"target", "message"}
-MODEL is {"id", "loader": "esmc"|"saprot"|"esmfold2", "name": hub name, "fast": bool,
+MODEL is {"id", "loader": "esmc"|"saprot", "name": hub name, "fast": bool,
 "bytes": estimated weight bytes}.
 Events (driver -> Go): "ready" {"package", "version"} once at start; "loading" / "loaded"
 {"model"}; "done" {"passes"}; "error" {"message", "traceback", "oom", "sequence"} when a
@@ -161,47 +157,7 @@ class SaProtModel:
         return out.hidden_states[-1]
 
 
-class ESMFold2:
-    """ESMFold2 through transformers' ESMFold2Model and esm's ESMFold2InputBuilder."""
-
-    def __init__(self, spec):
-        from esm.models.esmfold2 import ESMFold2InputBuilder
-
-        try:
-            from transformers.models.esmfold2.modeling_esmfold2 import ESMFold2Model
-        except ImportError:  # later transformers spell it EsmFold2Model
-            from transformers.models.esmfold2.modeling_esmfold2 import EsmFold2Model as ESMFold2Model
-        kwargs = {}
-        if spec["fast"] and cuda():
-            kwargs["torch_dtype"] = torch.bfloat16
-        self.model = ESMFold2Model.from_pretrained(spec["name"], **kwargs)
-        if cuda():
-            self.model = self.model.cuda()
-        self.model.eval()
-        self.builder = ESMFold2InputBuilder()
-        self.fast = spec["fast"]
-
-    def fold(self, target, req):
-        from esm.models.esmfold2 import MSA, ProteinInput, StructurePredictionInput
-
-        chains = []
-        for c in target["chains"]:
-            msa = MSA.from_a3m(path=c["a3m"], remove_insertions=True) if c.get("a3m") else None
-            chains.append(ProteinInput(id=c["id"], sequence=c["sequence"], msa=msa))
-        with inference(self.fast):
-            res = self.builder.fold(
-                self.model,
-                StructurePredictionInput(sequences=chains),
-                num_loops=req["num_loops"],
-                num_sampling_steps=req["num_sampling_steps"],
-                num_diffusion_samples=req["num_diffusion_samples"],
-                seed=req["seed"],
-                complex_id=target["id"],
-            )
-        return res if isinstance(res, list) else [res]
-
-
-LOADERS = {"esmc": ESMCModel, "saprot": SaProtModel, "esmfold2": ESMFold2}
+LOADERS = {"esmc": ESMCModel, "saprot": SaProtModel}
 
 
 # The last line on stderr of every request, before its "done" or "error" event: Go waits
@@ -306,35 +262,8 @@ class Driver:
         arrays = [residues, pooled] if req["per_residue"] else [pooled]
         self.send("embedding", arrays, index=index, length=length, d_model=int(rows.shape[-1]))
 
-    def fold(self, req, _payload):
-        model = self.model(req["model"])
-        targets = req["targets"]
-        for done, target in enumerate(targets):
-            try:
-                results = model.fold(target, req)
-            except Exception as err:
-                traceback.print_exc()
-                self.send("target_failed", target=target["id"], message=f"{type(err).__name__}: {err}", oom=is_oom(err))
-            else:
-                for k, res in enumerate(results):
-                    pae = as_array(res.pae)
-                    pae = pae.reshape(pae.shape[-2:])
-                    self.send(
-                        "structure",
-                        [pae],
-                        target=target["id"],
-                        sample=k,
-                        ptm=float(as_array(res.ptm).reshape(-1)[0]),
-                        iptm=None if res.iptm is None else float(as_array(res.iptm).reshape(-1)[0]),
-                        plddt=float(as_array(res.plddt).mean()),
-                        mmcif=res.complex.to_mmcif(),
-                        tokens=int(pae.shape[-1]),
-                    )
-            self.send("progress", done=done + 1, total=len(targets))
-        self.finish(len(targets))
-
     def serve(self, stream):
-        handlers = {"embed": self.embed, "fold": self.fold}
+        handlers = {"embed": self.embed}
         while True:
             req, payload = read_frame(stream)
             if req is None:

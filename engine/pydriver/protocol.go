@@ -36,19 +36,11 @@ type event struct {
 	Index  int `json:"index"`
 	Length int `json:"length"`
 	DModel int `json:"d_model"`
-	// structure, target_failed
-	Target string   `json:"target"`
-	Sample int      `json:"sample"`
-	PTM    *float64 `json:"ptm"`
-	IPTM   *float64 `json:"iptm"`
-	PLDDT  *float64 `json:"plddt"`
-	MMCIF  string   `json:"mmcif"`
-	Tokens int      `json:"tokens"`
 	// done
 	Passes   int      `json:"passes"`
 	Loads    int      `json:"loads"`
 	Resident []string `json:"resident"`
-	// error, target_failed
+	// error
 	Message   string `json:"message"`
 	Traceback string `json:"traceback"`
 	OOM       bool   `json:"oom"`

@@ -1,17 +1,16 @@
-// Package pydriver is the engine family of the catalog's Python-API models: ESM C and
-// ESMFold2 through the esm package (engine "esm"), SaProt through Hugging Face transformers
+// Package pydriver is the engine family of the catalog's Python-API models: ESM C through
+// the esm package (engine "esm"), SaProt through Hugging Face transformers
 // (engine "transformers"). These models have no command line worth driving and their users
 // run thousands of small jobs, so the engines are warm (engine.Warm): a driver written in
 // Python (driver.py, embedded in the binary) runs per worker slot in the operator's
 // interpreter, keeps every model it loaded resident between jobs, and talks with the Go side
 // over its stdin and stdout in length-prefixed frames (protocol.go; driver.py documents
-// every message). The Go side plans each job (length buckets for embeddings, chains and
-// alignments for folds), supervises the driver (a driver that dies, crashes or outlives the
+// every message). The Go side plans each job (its length buckets), supervises the driver (a driver that dies, crashes or outlives the
 // job's context is stopped and the session is dead, so the worker starts a fresh one), and
 // writes the result files itself (npz through engine/toolkit/npy, parquet through
 // parquet-go).
 //
-// Imports: engine, engine/toolkit (and npy, msacache), job, bio.
+// Imports: engine, engine/toolkit (and npy), job.
 package pydriver
 
 import (
@@ -29,7 +28,6 @@ import (
 	"time"
 
 	"github.com/chaperone-bio/chaperone/engine"
-	"github.com/chaperone-bio/chaperone/job"
 )
 
 //go:embed driver.py
@@ -40,9 +38,8 @@ type model struct {
 	id     string
 	loader string // driver.py's LOADERS key
 	name   string // the name from_pretrained takes
-	kind   job.Kind
-	dModel int   // embedding width; 0 for structure models
-	params int64 // parameter count, for the driver's estimate of the memory a load needs
+	dModel int    // embedding width
+	params int64  // parameter count, for the driver's estimate of the memory a load needs
 }
 
 // spec is the model as a request names it to the driver.
@@ -59,37 +56,22 @@ type Engine struct {
 	name    string // the engine's and its tool's name: the package the interpreter imports
 	install string // how to install the package, for the message when it is missing
 	models  []model
-	// Config of the esm engine's ESMFold2 runs.
-	msaServer string
 
 	mu      sync.Mutex
 	checked map[string]string // interpreter → stamp of the file that last passed its check
 }
 
-// Config is the esm engine's setup on one worker.
-type Config struct {
-	// MSAServerURL is the alignment server esmfold2 searches on when a chain has no
-	// alignment given inline; default engine.DefaultMSAServer.
-	MSAServerURL string
-}
-
-// ESM returns the engine of the esm package: ESM C embeddings and ESMFold2.
-func ESM(cfg Config) *Engine {
-	if cfg.MSAServerURL == "" {
-		cfg.MSAServerURL = engine.DefaultMSAServer
-	}
+// ESM returns the engine of the esm package: ESM C embeddings.
+func ESM() *Engine {
 	return &Engine{
 		name:    "esm",
 		install: `the esm package (pip install "esm @ git+https://github.com/Biohub/esm.git")`,
 		models: []model{
-			{id: "esmfold2", loader: "esmfold2", name: "biohub/ESMFold2", kind: job.PredictKind, params: 7_000_000_000},
-			{id: "esmfold2-fast", loader: "esmfold2", name: "biohub/ESMFold2-Fast", kind: job.PredictKind, params: 6_500_000_000},
-			{id: "esmc-300m", loader: "esmc", name: "esmc_300m", kind: job.EmbedKind, dModel: 960, params: 300_000_000},
-			{id: "esmc-600m", loader: "esmc", name: "esmc_600m", kind: job.EmbedKind, dModel: 1152, params: 600_000_000},
-			{id: "esmc-6b", loader: "esmc", name: "esmc_6b", kind: job.EmbedKind, dModel: 2560, params: 6_000_000_000},
+			{id: "esmc-300m", loader: "esmc", name: "esmc_300m", dModel: 960, params: 300_000_000},
+			{id: "esmc-600m", loader: "esmc", name: "esmc_600m", dModel: 1152, params: 600_000_000},
+			{id: "esmc-6b", loader: "esmc", name: "esmc_6b", dModel: 2560, params: 6_000_000_000},
 		},
-		msaServer: cfg.MSAServerURL,
-		checked:   map[string]string{},
+		checked: map[string]string{},
 	}
 }
 
@@ -99,8 +81,8 @@ func Transformers() *Engine {
 		name:    "transformers",
 		install: "Hugging Face transformers with PyTorch (pip install transformers torch)",
 		models: []model{
-			{id: "saprot-650m", loader: "saprot", name: "westlake-repl/SaProt_650M_AF2", kind: job.EmbedKind, dModel: 1280, params: 650_000_000},
-			{id: "saprot-1.3b", loader: "saprot", name: "westlake-repl/SaProt_1.3B_AF2", kind: job.EmbedKind, dModel: 1280, params: 1_300_000_000},
+			{id: "saprot-650m", loader: "saprot", name: "westlake-repl/SaProt_650M_AF2", dModel: 1280, params: 650_000_000},
+			{id: "saprot-1.3b", loader: "saprot", name: "westlake-repl/SaProt_1.3B_AF2", dModel: 1280, params: 1_300_000_000},
 		},
 		checked: map[string]string{},
 	}

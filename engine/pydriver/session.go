@@ -319,11 +319,8 @@ func oomNote(ev *event) string {
 // runJob runs one job of the engine's models over ch.
 func (e *Engine) runJob(ctx context.Context, run *engine.Run, ch channel) (*engine.Output, error) {
 	m, ok := e.model(run.Job.RunModel)
-	if !ok {
+	if !ok || run.Job.Kind != job.EmbedKind {
 		return nil, fmt.Errorf("the %s engine does not serve %s", e.name, run.Job.RunModel)
 	}
-	if m.kind == job.EmbedKind {
-		return e.embed(ctx, run, ch, m)
-	}
-	return e.fold(ctx, run, ch, m)
+	return e.embed(ctx, run, ch, m)
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/pydriver/pydrivertest"
-	"github.com/chaperone-bio/chaperone/engine/toolkit/npy"
 	"github.com/chaperone-bio/chaperone/job"
 	"github.com/chaperone-bio/chaperone/worker/proc"
 )
@@ -83,51 +81,6 @@ func newRun(t *testing.T, j *job.Job, log *log) *engine.Run {
 		Exec: func(ctx context.Context, c engine.Command) error { return proc.Exec(ctx, dir, log, c) }}
 }
 
-// checkEmbedding checks one npz file against the stand-in's formula.
-func checkEmbedding(t *testing.T, path string, saprot bool, seq, pool string, dModel int) {
-	t.Helper()
-	arrays, err := npy.ReadNPZ(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	per, pooled := arrays["per_residue"], arrays["pooled"]
-	if fmt.Sprint(per.Shape) != fmt.Sprint([]int{len(seq), dModel}) || fmt.Sprint(pooled.Shape) != fmt.Sprint([]int{dModel}) {
-		t.Fatalf("%s: per_residue %v, pooled %v; want [%d %d] and [%d]", path, per.Shape, pooled.Shape, len(seq), dModel, dModel)
-	}
-	if s := arrays["sequence"].Data.([]string); len(s) != 1 || s[0] != seq {
-		t.Errorf("%s: sequence %v; want %q", path, s, seq)
-	}
-	tokens := pydrivertest.Tokens(saprot, seq)
-	rows := per.Data.([]float32)
-	for i := range seq {
-		for k := range dModel {
-			if got, want := rows[i*dModel+k], pydrivertest.Value(tokens[i+1], i+1, k); got != want {
-				t.Fatalf("%s: per_residue[%d][%d] = %v; want %v (row %d of the model, past <cls>)", path, i, k, got, want, i+1)
-			}
-		}
-	}
-	for k, got := range pooled.Data.([]float32) {
-		var want float64
-		switch pool {
-		case "cls":
-			want = float64(pydrivertest.Value(tokens[0], 0, k))
-		case "max":
-			want = math.Inf(-1)
-			for i := range seq {
-				want = max(want, float64(rows[i*dModel+k]))
-			}
-		default:
-			for i := range seq {
-				want += float64(rows[i*dModel+k])
-			}
-			want /= float64(len(seq))
-		}
-		if math.Abs(float64(got)-want) > 1e-6 {
-			t.Fatalf("%s: pooled[%d] (%s) = %v; want %v", path, k, pool, got, want)
-		}
-	}
-}
-
 func TestEmbeddingsAreTheModelsLastHiddenStatesWithoutBoundaryTokens(t *testing.T) {
 	t.Parallel()
 	seqs := []string{"MKTAYIAKQR", "ACDEFGHIKLMNPQRSTVWY", "MKV", "ACDEFGHIKLMNPQRSTVWYA"}
@@ -136,8 +89,8 @@ func TestEmbeddingsAreTheModelsLastHiddenStatesWithoutBoundaryTokens(t *testing.
 		model string
 		pool  string
 	}{
-		{ESM(Config{}), "esmc-300m", "mean"},
-		{ESM(Config{}), "esmc-6b", "max"},
+		{ESM(), "esmc-300m", "mean"},
+		{ESM(), "esmc-6b", "max"},
 		{Transformers(), "saprot-650m", "cls"},
 		{Transformers(), "saprot-1.3b", "mean"},
 	} {
@@ -158,7 +111,7 @@ func TestEmbeddingsAreTheModelsLastHiddenStatesWithoutBoundaryTokens(t *testing.
 				if s.ID != fmt.Sprintf("seq%d", i+1) || s.Length != len(seqs[i]) || s.File != s.ID+".npz" {
 					t.Errorf("sequence %d: %+v", i, s)
 				}
-				checkEmbedding(t, filepath.Join(run.WorkDir, s.File), m.loader == "saprot", seqs[i], tc.pool, m.dModel)
+				pydrivertest.CheckNPZ(t, filepath.Join(run.WorkDir, s.File), m.loader == "saprot", seqs[i], tc.pool, m.dModel)
 			}
 		})
 	}
@@ -166,7 +119,7 @@ func TestEmbeddingsAreTheModelsLastHiddenStatesWithoutBoundaryTokens(t *testing.
 
 func TestASessionLoadsAModelOnceForManyJobs(t *testing.T) {
 	t.Parallel()
-	sess, _ := open(t, ESM(Config{}))
+	sess, _ := open(t, ESM())
 	for i := range 3 {
 		run := newRun(t, embedJob("esmc-300m", nil, "MKTAYIAKQR", "MKV"), newLog(""))
 		if _, err := sess.Run(t.Context(), run); err != nil {
@@ -183,7 +136,7 @@ func TestASessionLoadsAModelOnceForManyJobs(t *testing.T) {
 
 func TestAModelThatDoesNotFitFreesTheOthers(t *testing.T) {
 	t.Parallel()
-	sess, _ := open(t, ESM(Config{}), "STANDIN_MAX_RESIDENT=1")
+	sess, _ := open(t, ESM(), "STANDIN_MAX_RESIDENT=1")
 	for i, model := range []string{"esmc-300m", "esmc-600m", "esmc-300m"} {
 		run := newRun(t, embedJob(model, nil, "MKV"), newLog(""))
 		if _, err := sess.Run(t.Context(), run); err != nil {
@@ -200,7 +153,7 @@ func TestAModelThatDoesNotFitFreesTheOthers(t *testing.T) {
 
 func TestAFailedSequenceFailsTheJobByNameAndTheDriverLivesOn(t *testing.T) {
 	t.Parallel()
-	sess, _ := open(t, ESM(Config{}))
+	sess, _ := open(t, ESM())
 	for _, tc := range []struct{ seq, want string }{
 		{pydrivertest.Fail + "MKV", "failed on sequence seq2: ValueError: stand-in: the model refused"},
 		{pydrivertest.OOM + "MKV", "failed on sequence seq2: out of memory"},
@@ -237,7 +190,7 @@ func TestADriverThatDiesFailsItsJobAndTheSessionWithIt(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			sess, _ := open(t, ESM(Config{}))
+			sess, _ := open(t, ESM())
 			log := newLog(pydrivertest.Hanging)
 			if tc.kill {
 				go func() {
@@ -288,7 +241,7 @@ func TestCancelAndTheRuntimeCapStopAHungDriver(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			sess, _ := open(t, ESM(Config{}))
+			sess, _ := open(t, ESM())
 			log := newLog(pydrivertest.Hanging)
 			ctx := tc.ctx(t, log)
 			_, err := sess.Run(ctx, newRun(t, embedJob("esmc-300m", nil, pydrivertest.Hang+"MKV"), log))
@@ -310,7 +263,7 @@ func TestCancelAndTheRuntimeCapStopAHungDriver(t *testing.T) {
 func TestCheckImportsThePackageWithoutLoadingWeights(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	eng := ESM(Config{})
+	eng := ESM()
 	tools := engine.Tools{"esm": pydrivertest.Interpreter(t, dir, "STANDIN_MAX_RESIDENT=-1")}
 	if err := eng.Check(t.Context(), tools); err != nil {
 		t.Fatalf("Check with the stand-in: %v", err)
@@ -338,7 +291,7 @@ func TestRunServesOneJobWithADriverOfItsOwn(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}
-	checkEmbedding(t, filepath.Join(run.WorkDir, "seq1.npz"), true, "MKTAYIAKQR", "mean", 1280)
+	pydrivertest.CheckNPZ(t, filepath.Join(run.WorkDir, "seq1.npz"), true, "MKTAYIAKQR", "mean", 1280)
 	if len(out.Files) != 2 {
 		t.Errorf("files %v; want two npz", out.Files)
 	}
