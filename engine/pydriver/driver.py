@@ -1,4 +1,4 @@
-"""chaperone's driver for the Python-API models (ESM C, SaProt).
+"""chaperone's driver for the Python-API models (ESM C, SaProt, ESMFold2).
 
 The Go binary embeds this file, writes it into a worker slot's folder and runs it in the
 operator's interpreter. It imports the model package once, then serves requests from Go over
@@ -13,7 +13,14 @@ Requests (Go -> driver), one at a time, each answered by events ending in "done"
    "sequences": [{"id", "sequence"}], "batches": [[index, ...], ...]}
       -> "progress" {"done", "total"} after each batch;
          "embedding" {"index", "length", "d_model"} + payload per_residue (if asked) then pooled
-MODEL is {"id", "loader": "esmc"|"saprot", "name": hub name, "fast": bool,
+  {"op": "fold", "model": MODEL, "targets": [{"id", "chains": [{"id", "sequence", "a3m": path or
+   null, "modifications": [{"position" (0-based), "ccd"}]}]}], "num_loops", "num_sampling_steps",
+   "num_diffusion_samples", "seed", "format": "cif"|"pdb", "out_dir"}
+      -> per sample, its structure written to out_dir/<target>.sample<k>.<format>, then
+         "structure" {"target", "sample", "file", "tokens", "ptm", "iptm", "plddt"} + payload
+         pae [tokens, tokens]; "target_failed" {"target", "message", "oom"} for a target the
+         model failed on; "progress" {"done", "total"} after each target
+MODEL is {"id", "loader": "esmc"|"saprot"|"esmfold2", "name": hub name, "fast": bool,
 "bytes": estimated weight bytes}.
 Events (driver -> Go): "ready" {"package", "version"} once at start; "loading" / "loaded"
 {"model"}; "done" {"passes"}; "error" {"message", "traceback", "oom", "sequence"} when a
@@ -157,7 +164,59 @@ class SaProtModel:
         return out.hidden_states[-1]
 
 
-LOADERS = {"esmc": ESMCModel, "saprot": SaProtModel}
+class ESMFold2:
+    """ESMFold2 through Biohub transformers' ESMFold2Model and esm's ESMFold2InputBuilder."""
+
+    def __init__(self, spec):
+        from esm.models.esmfold2 import ESMFold2InputBuilder
+
+        try:
+            from transformers.models.esmfold2.modeling_esmfold2 import ESMFold2Model as Model
+        except ImportError:  # later transformers releases spell it EsmFold2Model
+            from transformers.models.esmfold2.modeling_esmfold2 import EsmFold2Model as Model
+        kwargs = {}
+        if spec["fast"] and cuda():
+            kwargs["torch_dtype"] = torch.bfloat16
+        self.model = Model.from_pretrained(spec["name"], **kwargs)
+        if cuda():
+            self.model = self.model.cuda()
+        self.model.eval()
+        self.builder = ESMFold2InputBuilder()
+        self.fast = spec["fast"]
+
+    def fold(self, target, req):
+        from esm.models.esmfold2 import MSA, Modification, ProteinInput, StructurePredictionInput
+
+        chains = []
+        for c in target["chains"]:
+            kwargs = {}
+            if c.get("a3m"):
+                kwargs["msa"] = MSA.from_a3m(path=c["a3m"], remove_insertions=True)
+            if c.get("modifications"):
+                kwargs["modifications"] = [Modification(position=m["position"], ccd=m["ccd"]) for m in c["modifications"]]
+            chains.append(ProteinInput(id=c["id"], sequence=c["sequence"], **kwargs))
+        with inference(self.fast):
+            res = self.builder.fold(
+                self.model,
+                StructurePredictionInput(sequences=chains),
+                num_loops=req["num_loops"],
+                num_sampling_steps=req["num_sampling_steps"],
+                num_diffusion_samples=req["num_diffusion_samples"],
+                seed=req["seed"],
+                complex_id=target["id"],
+            )
+        return res if isinstance(res, list) else [res]
+
+
+LOADERS = {"esmc": ESMCModel, "saprot": SaProtModel, "esmfold2": ESMFold2}
+
+
+def scalar(t):
+    """A float of a 0-d or one-element tensor; None for None or a value that is not finite."""
+    if t is None:
+        return None
+    v = float(as_array(t).reshape(-1)[0])
+    return v if np.isfinite(v) else None
 
 
 # The last line on stderr of every request, before its "done" or "error" event: Go waits
@@ -262,8 +321,31 @@ class Driver:
         arrays = [residues, pooled] if req["per_residue"] else [pooled]
         self.send("embedding", arrays, index=index, length=length, d_model=int(rows.shape[-1]))
 
+    def fold(self, req, _payload):
+        model = self.model(req["model"])
+        targets = req["targets"]
+        for done, target in enumerate(targets):
+            try:
+                samples = model.fold(target, req)
+                for k, res in enumerate(samples):
+                    path = os.path.join(req["out_dir"], f"{target['id']}.sample{k}.{req['format']}")
+                    if req["format"] == "pdb":
+                        res.complex.to_protein_complex().to_pdb(path)
+                    else:
+                        with open(path, "w") as f:
+                            f.write(res.complex.to_mmcif())
+                    pae = as_array(res.pae)
+                    pae = pae.reshape(pae.shape[-2:])
+                    self.send("structure", [pae], target=target["id"], sample=k, file=path, tokens=int(pae.shape[-1]),
+                              ptm=scalar(res.ptm), iptm=scalar(res.iptm), plddt=float(as_array(res.plddt).mean()))
+            except Exception as err:
+                traceback.print_exc()
+                self.send("target_failed", target=target["id"], message=f"{type(err).__name__}: {err}", oom=is_oom(err))
+            self.send("progress", done=done + 1, total=len(targets))
+        self.finish(len(targets))
+
     def serve(self, stream):
-        handlers = {"embed": self.embed}
+        handlers = {"embed": self.embed, "fold": self.fold}
         while True:
             req, payload = read_frame(stream)
             if req is None:

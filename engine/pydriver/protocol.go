@@ -36,11 +36,19 @@ type event struct {
 	Index  int `json:"index"`
 	Length int `json:"length"`
 	DModel int `json:"d_model"`
+	// structure, target_failed
+	Target string   `json:"target"`
+	Sample int      `json:"sample"`
+	File   string   `json:"file"`
+	Tokens int      `json:"tokens"`
+	PTM    *float64 `json:"ptm"`
+	IPTM   *float64 `json:"iptm"`
+	PLDDT  *float64 `json:"plddt"`
 	// done
 	Passes   int      `json:"passes"`
 	Loads    int      `json:"loads"`
 	Resident []string `json:"resident"`
-	// error
+	// error, target_failed
 	Message   string `json:"message"`
 	Traceback string `json:"traceback"`
 	OOM       bool   `json:"oom"`

@@ -1,16 +1,17 @@
-// Package pydriver is the engine family of the catalog's Python-API models: ESM C through
-// the esm package (engine "esm"), SaProt through Hugging Face transformers
+// Package pydriver is the engine family of the catalog's Python-API models: ESM C and
+// ESMFold2 through the esm package (engine "esm"), SaProt through Hugging Face transformers
 // (engine "transformers"). These models have no command line worth driving and their users
 // run thousands of small jobs, so the engines are warm (engine.Warm): a driver written in
 // Python (driver.py, embedded in the binary) runs per worker slot in the operator's
 // interpreter, keeps every model it loaded resident between jobs, and talks with the Go side
 // over its stdin and stdout in length-prefixed frames (protocol.go; driver.py documents
-// every message). The Go side plans each job (its length buckets), supervises the driver (a driver that dies, crashes or outlives the
+// every message). The Go side plans each job (length buckets for embeddings, chains and
+// alignment files for folds), supervises the driver (a driver that dies, crashes or outlives the
 // job's context is stopped and the session is dead, so the worker starts a fresh one), and
 // writes the result files itself (npz through engine/toolkit/npy, parquet through
 // parquet-go).
 //
-// Imports: engine, engine/toolkit (and npy), job.
+// Imports: engine, engine/toolkit (and npy), job, bio.
 package pydriver
 
 import (
@@ -38,8 +39,11 @@ type model struct {
 	id     string
 	loader string // driver.py's LOADERS key
 	name   string // the name from_pretrained takes
-	dModel int    // embedding width
-	params int64  // parameter count, for the driver's estimate of the memory a load needs
+	dModel int    // embedding width; 0 for a structure model
+	// loops and steps are a structure model's recycling loops and sampling steps when the
+	// job leaves them out (the catalog's numbers for it).
+	loops, steps int
+	params       int64 // parameter count, for the driver's estimate of the memory a load needs
 }
 
 // spec is the model as a request names it to the driver.
@@ -61,12 +65,14 @@ type Engine struct {
 	checked map[string]string // interpreter → stamp of the file that last passed its check
 }
 
-// ESM returns the engine of the esm package: ESM C embeddings.
+// ESM returns the engine of the esm package: ESM C embeddings and ESMFold2.
 func ESM() *Engine {
 	return &Engine{
 		name:    "esm",
 		install: `the esm package (pip install "esm @ git+https://github.com/Biohub/esm.git")`,
 		models: []model{
+			{id: "esmfold2", loader: "esmfold2", name: "biohub/ESMFold2", loops: 10, steps: 100, params: 7_000_000_000},
+			{id: "esmfold2-fast", loader: "esmfold2", name: "biohub/ESMFold2-Fast", loops: 10, steps: 100, params: 6_500_000_000},
 			{id: "esmc-300m", loader: "esmc", name: "esmc_300m", dModel: 960, params: 300_000_000},
 			{id: "esmc-600m", loader: "esmc", name: "esmc_600m", dModel: 1152, params: 600_000_000},
 			{id: "esmc-6b", loader: "esmc", name: "esmc_6b", dModel: 2560, params: 6_000_000_000},

@@ -319,8 +319,11 @@ func oomNote(ev *event) string {
 // runJob runs one job of the engine's models over ch.
 func (e *Engine) runJob(ctx context.Context, run *engine.Run, ch channel) (*engine.Output, error) {
 	m, ok := e.model(run.Job.RunModel)
-	if !ok || run.Job.Kind != job.EmbedKind {
+	if !ok {
 		return nil, fmt.Errorf("the %s engine does not serve %s", e.name, run.Job.RunModel)
 	}
-	return e.embed(ctx, run, ch, m)
+	if m.dModel > 0 {
+		return e.embed(ctx, run, ch, m)
+	}
+	return e.fold(ctx, run, ch, m)
 }
