@@ -91,7 +91,7 @@ func (e *Engine) embed(ctx context.Context, run *engine.Run, ch channel, m model
 		Sequences: seqs, Batches: buckets(seqs)}
 	fmt.Fprintf(run.Log, "== chaperone: %d sequence(s) of %s in %d length bucket(s) ==\n", len(seqs), m.id, len(req.Batches))
 	run.Report(job.Progress{Stage: job.StageEmbedding, Total: len(seqs)})
-	_, err := exchange(ctx, run, ch, req, func(ev *event) error {
+	done, err := exchange(ctx, run, ch, req, func(ev *event) error {
 		switch ev.Event {
 		case "progress":
 			run.Report(job.Progress{Stage: job.StageEmbedding, Done: ev.Done, Total: len(seqs)})
@@ -119,6 +119,7 @@ func (e *Engine) embed(ctx context.Context, run *engine.Run, ch channel, m model
 	if err != nil {
 		return nil, err
 	}
+	fmt.Fprintf(run.Log, "== chaperone: embedded %d sequence(s) in %d forward pass(es) ==\n", len(seqs), done.Passes)
 	if i := slices.Index(seen, false); i >= 0 {
 		return nil, fmt.Errorf("the driver finished without embedding sequence %s", seqs[i].ID)
 	}

@@ -49,7 +49,7 @@ func (l *log) String() string {
 }
 
 // open starts a session of eng with the stand-in interpreter, as a worker slot would.
-func open(t *testing.T, eng *Engine, env ...string) (*session, engine.Tools) {
+func open(t testing.TB, eng *Engine, env ...string) (*session, engine.Tools) {
 	t.Helper()
 	tools := engine.Tools{eng.Name(): pydrivertest.Interpreter(t, t.TempDir(), env...)}
 	dir := t.TempDir()
@@ -75,7 +75,7 @@ func embedJob(model string, params map[string]any, seqs ...string) *job.Job {
 	return j
 }
 
-func newRun(t *testing.T, j *job.Job, log *log) *engine.Run {
+func newRun(t testing.TB, j *job.Job, log *log) *engine.Run {
 	dir := t.TempDir()
 	return &engine.Run{Job: j, WorkDir: dir, Log: log, Report: func(job.Progress) {},
 		Exec: func(ctx context.Context, c engine.Command) error { return proc.Exec(ctx, dir, log, c) }}
