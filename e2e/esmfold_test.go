@@ -1,13 +1,19 @@
 package e2e
 
 import (
+	"archive/tar"
+	"compress/gzip"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/chaperone-bio/chaperone/app"
 	"github.com/chaperone-bio/chaperone/internal/testpython"
 )
 
@@ -111,10 +117,64 @@ func TestESMFold2RequestsItCannotTakeAre400(t *testing.T) {
 		{"an alignment for esmfold2-fast", map[string]any{"model": "esmfold2-fast", "targets": []any{map[string]any{"name": "t", "content": msa}}}, "chain A has an alignment, which esmfold2-fast does not take"},
 		{"a ligand", map[string]any{"model": "esmfold2", "targets": []any{map[string]any{"name": "t",
 			"content": "version: 1\nsequences:\n  - protein: {id: A, sequence: MKTAYIAKQR}\n  - ligand: {id: L, ccd: SAH}\n"}}}, "ligand"},
-		{"an alignment search", map[string]any{"model": "esmfold2", "sequence": "MKTAYIAKQR", "params": map[string]any{"use_msa_server": true}},
-			"cannot search alignments"},
+		{"an alignment in CSV", map[string]any{"model": "esmfold2", "targets": []any{map[string]any{"name": "t",
+			"content": "version: 1\nsequences:\n  - protein:\n      id: A\n      sequence: MKTAYIAKQR\n      msa: |\n        key,sequence\n        -1,MKTAYIAKQR\n"}}},
+			"esmfold2 reads alignments in A3M"},
 	} {
 		detail := s.post("/v1/predictions", tc.body).problem(http.StatusBadRequest, "invalid-input")
 		mustf(t, strings.Contains(detail, tc.want), "%s: detail %q; want %q", tc.name, detail, tc.want)
 	}
+}
+
+// colabfold is a stand-in of a ColabFold MMseqs2 server: every ticket is complete at once,
+// and its result archive holds a UniRef and an environmental alignment of the query.
+func colabfold(t *testing.T) (*httptest.Server, *atomic.Int32) {
+	var searches atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodPost && r.URL.Path == "/ticket/msa":
+			if r.FormValue("mode") != "env" || !strings.HasPrefix(r.FormValue("q"), ">101\n") {
+				http.Error(w, "bad query", http.StatusBadRequest)
+				return
+			}
+			searches.Add(1)
+			query := strings.TrimSpace(strings.TrimPrefix(r.FormValue("q"), ">101\n"))
+			fmt.Fprintf(w, `{"id": "ticket-%s", "status": "COMPLETE"}`, query)
+		case strings.HasPrefix(r.URL.Path, "/result/download/ticket-"):
+			query := strings.TrimPrefix(r.URL.Path, "/result/download/ticket-")
+			gz := gzip.NewWriter(w)
+			tw := tar.NewWriter(gz)
+			for name, text := range map[string]string{
+				"uniref.a3m": ">101\n" + query + "\n>UniRef100_X\n" + query + "\n\x00",
+				"bfd.mgnify30.metaeuk30.smag30.a3m": ">101\n" + query + "\n>MGYP1\n" + query + "\n\x00",
+				"pdb70.m8": "",
+			} {
+				tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(text))})
+				tw.Write([]byte(text))
+			}
+			tw.Close()
+			gz.Close()
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &searches
+}
+
+func TestESMFold2SearchesAlignmentsOnTheServerOnce(t *testing.T) {
+	t.Parallel()
+	msa, searches := colabfold(t)
+	s := startServer(t, func(c *app.Config) { c.MSAServerURL = msa.URL }, withPyDriver(t))
+	for i := range 2 {
+		id := s.create("/v1/predictions", map[string]any{"model": "esmfold2", "sequence": "MKTAYIAKQR", "params": map[string]any{"use_msa_server": true}})
+		s.waitStatus(id, "succeeded")
+		rows, _ := s.rowsOf(id)
+		row := rows["target1"]
+		mustf(t, row["msa"] == true && near(row["plddt"], standInPLDDT(10, 0, true)), "job %d row %v", i+1, row)
+		logs := string(s.get("/v1/jobs/" + id + "/logs").expect(http.StatusOK).Body)
+		want := map[int]string{0: "searching target1_A.a3m on " + msa.URL, 1: "alignment of target1_A.a3m from the cache"}[i]
+		mustf(t, strings.Contains(logs, want), "job %d: the log lacks %q:\n%s", i+1, want, logs)
+	}
+	mustf(t, searches.Load() == 1, "%d searches on the server; want 1", searches.Load())
 }

@@ -16,7 +16,7 @@ import (
 func builtinEngines(msaServer string) []engine.Engine {
 	return []engine.Engine{
 		boltz.New(boltz.Config{MSAServerURL: msaServer, GPU: len(app.GPUs()) > 0}),
-		pydriver.ESM(),
+		pydriver.ESM(pydriver.Config{MSAServerURL: msaServer}),
 		pydriver.Transformers(),
 	}
 }

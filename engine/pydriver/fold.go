@@ -14,6 +14,7 @@ import (
 	"github.com/chaperone-bio/chaperone/bio"
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/toolkit"
+	"github.com/chaperone-bio/chaperone/engine/toolkit/msacache"
 	"github.com/chaperone-bio/chaperone/engine/toolkit/npy"
 	"github.com/chaperone-bio/chaperone/job"
 )
@@ -62,24 +63,14 @@ type sample struct {
 	originalIndex int
 }
 
-// CheckInput refuses at submit what the esm engine cannot give ESMFold2: an alignment in
-// Boltz's CSV (ESMFold2 reads A3M), and an alignment searched on the operator's server,
-// which the esm package has no client for.
+// CheckInput refuses at submit an alignment in Boltz's CSV, since ESMFold2 reads A3M.
 func (e *Engine) CheckInput(model string, cx *bio.Complex, params map[string]any) error {
 	if m, ok := e.model(model); !ok || m.loader != "esmfold2" {
 		return nil
 	}
-	p, err := toolkit.NewPredictParams(params)
-	if err != nil {
-		return err
-	}
 	for _, en := range cx.Entities {
 		if en.MSA.Source == bio.MSAInline && en.MSA.Format != bio.A3M {
 			return bio.Errorf(en.Pos, "chain %s: %s reads alignments in A3M; send this one as A3M", en.IDs[0], model)
-		}
-		if p.UseMSAServer && en.Kind == bio.Protein && en.MSA.Source == bio.MSAAuto {
-			return bio.Errorf(en.Pos, "chain %s: %s on this server cannot search alignments (use_msa_server); "+
-				"send the chain's alignment inline as A3M, or fold it single-sequence", en.IDs[0], model)
 		}
 	}
 	return nil
@@ -111,8 +102,9 @@ func (e *Engine) fold(ctx context.Context, run *engine.Run, ch channel, m model)
 		req.NumSamplingSteps = *p.SamplingSteps
 	}
 	rows := make([]job.PredictionRow, len(complexes))
+	search := e.searcher(ctx, run, p.UseMSAServer)
 	for i, cx := range complexes {
-		t, err := foldInput(cx, raw)
+		t, err := foldInput(cx, raw, search)
 		if err != nil {
 			return nil, err
 		}
@@ -171,18 +163,63 @@ func (e *Engine) fold(ctx context.Context, run *engine.Run, ch channel, m model)
 	return toolkit.Predictions(m.id, targets, nil)
 }
 
-// foldInput turns a target into the driver's chains, one per copy, writing each inline
-// alignment to an A3M file under raw.
-func foldInput(cx *bio.Complex, raw string) (foldTarget, error) {
+// searcher returns the function that gives a chain without an alignment of its own the
+// path of one from the alignment server, through the worker's cache; it returns "" when
+// the job does not search.
+func (e *Engine) searcher(ctx context.Context, run *engine.Run, useServer bool) func(seq, dst string) (string, error) {
+	cache := &msacache.Cache{Limit: e.msa.MSACacheBytes}
+	if run.CacheDir != "" {
+		cache.Dir = filepath.Join(run.CacheDir, "msa")
+	}
+	searched := map[string]string{} // sequence → its file in this run
+	return func(seq, dst string) (string, error) {
+		if !useServer {
+			return "", nil
+		}
+		if path, ok := searched[seq]; ok {
+			return path, nil
+		}
+		key := msacache.Key("esmfold2 colabfold a3m v1", e.msa.MSAServerURL, seq)
+		if cache.Get(key, map[string]string{"msa.a3m": dst}) {
+			fmt.Fprintf(run.Log, "== chaperone: alignment of %s from the cache ==\n", filepath.Base(dst))
+		} else {
+			run.Report(job.Progress{Stage: job.StageMSA, Total: run.Job.Total})
+			fmt.Fprintf(run.Log, "== chaperone: searching %s on %s ==\n", filepath.Base(dst), e.msa.MSAServerURL)
+			a3m, err := searchMSA(ctx, e.http, e.msa.MSAServerURL, seq)
+			if err != nil {
+				return "", fmt.Errorf("searching the alignment of %s: %w", filepath.Base(dst), err)
+			}
+			if err := os.WriteFile(dst, a3m, 0o644); err != nil {
+				return "", err
+			}
+			if err := cache.Put(key, map[string]string{"msa.a3m": dst}); err != nil {
+				fmt.Fprintf(run.Log, "== chaperone: the alignment cache: %v ==\n", err)
+			}
+		}
+		searched[seq] = dst
+		return dst, nil
+	}
+}
+
+// foldInput turns a target into the driver's chains, one per copy, with each inline
+// alignment written to an A3M file under raw and each other one searched.
+func foldInput(cx *bio.Complex, raw string, search func(seq, dst string) (string, error)) (foldTarget, error) {
 	t := foldTarget{ID: cx.Name}
 	for _, en := range cx.Entities {
 		if en.Kind != bio.Protein {
 			return t, fmt.Errorf("target %s: ESMFold2 here folds proteins only, and chain %s is %s", cx.Name, en.IDs[0], en.Kind)
 		}
 		var a3m string
-		if en.MSA.Source == bio.MSAInline {
-			a3m = filepath.Join(raw, cx.Name+"_"+en.IDs[0]+".a3m")
+		dst := filepath.Join(raw, cx.Name+"_"+en.IDs[0]+".a3m")
+		switch en.MSA.Source {
+		case bio.MSAInline:
+			a3m = dst
 			if err := os.WriteFile(a3m, []byte(en.MSA.Text), 0o644); err != nil {
+				return t, err
+			}
+		case bio.MSAAuto:
+			var err error
+			if a3m, err = search(en.Sequence, dst); err != nil {
 				return t, err
 			}
 		}

@@ -20,6 +20,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,14 +61,33 @@ type Engine struct {
 	name    string // the engine's and its tool's name: the package the interpreter imports
 	install string // how to install the package, for the message when it is missing
 	models  []model
+	msa     Config       // the esm engine's alignment server and cache
+	http    *http.Client // for the alignment server
 
 	mu      sync.Mutex
 	checked map[string]string // interpreter → stamp of the file that last passed its check
 }
 
+// Config is the esm engine's setup on one worker.
+type Config struct {
+	// MSAServerURL is the ColabFold MMseqs2 server that esmfold2 searches alignments on
+	// (use_msa_server); default engine.DefaultMSAServer.
+	MSAServerURL string
+	// MSACacheBytes bounds the alignment cache; default 2 GiB.
+	MSACacheBytes int64
+}
+
 // ESM returns the engine of the esm package: ESM C embeddings and ESMFold2.
-func ESM() *Engine {
+func ESM(cfg Config) *Engine {
+	if cfg.MSAServerURL == "" {
+		cfg.MSAServerURL = engine.DefaultMSAServer
+	}
+	if cfg.MSACacheBytes == 0 {
+		cfg.MSACacheBytes = 2 << 30
+	}
 	return &Engine{
+		msa:     cfg,
+		http:    &http.Client{Timeout: time.Minute},
 		name:    "esm",
 		install: `the esm package (pip install "esm @ git+https://github.com/Biohub/esm.git")`,
 		models: []model{

@@ -89,8 +89,8 @@ func TestEmbeddingsAreTheModelsLastHiddenStatesWithoutBoundaryTokens(t *testing.
 		model string
 		pool  string
 	}{
-		{ESM(), "esmc-300m", "mean"},
-		{ESM(), "esmc-6b", "max"},
+		{ESM(Config{}), "esmc-300m", "mean"},
+		{ESM(Config{}), "esmc-6b", "max"},
 		{Transformers(), "saprot-650m", "cls"},
 		{Transformers(), "saprot-1.3b", "mean"},
 	} {
@@ -119,7 +119,7 @@ func TestEmbeddingsAreTheModelsLastHiddenStatesWithoutBoundaryTokens(t *testing.
 
 func TestASessionLoadsAModelOnceForManyJobs(t *testing.T) {
 	t.Parallel()
-	sess, _ := open(t, ESM())
+	sess, _ := open(t, ESM(Config{}))
 	for i := range 3 {
 		run := newRun(t, embedJob("esmc-300m", nil, "MKTAYIAKQR", "MKV"), newLog(""))
 		if _, err := sess.Run(t.Context(), run); err != nil {
@@ -136,7 +136,7 @@ func TestASessionLoadsAModelOnceForManyJobs(t *testing.T) {
 
 func TestAModelThatDoesNotFitFreesTheOthers(t *testing.T) {
 	t.Parallel()
-	sess, _ := open(t, ESM(), "STANDIN_MAX_RESIDENT=1")
+	sess, _ := open(t, ESM(Config{}), "STANDIN_MAX_RESIDENT=1")
 	for i, model := range []string{"esmc-300m", "esmc-600m", "esmc-300m"} {
 		run := newRun(t, embedJob(model, nil, "MKV"), newLog(""))
 		if _, err := sess.Run(t.Context(), run); err != nil {
@@ -153,7 +153,7 @@ func TestAModelThatDoesNotFitFreesTheOthers(t *testing.T) {
 
 func TestAFailedSequenceFailsTheJobByNameAndTheDriverLivesOn(t *testing.T) {
 	t.Parallel()
-	sess, _ := open(t, ESM())
+	sess, _ := open(t, ESM(Config{}))
 	for _, tc := range []struct{ seq, want string }{
 		{pydrivertest.Fail + "MKV", "failed on sequence seq2: ValueError: stand-in: the model refused"},
 		{pydrivertest.OOM + "MKV", "failed on sequence seq2: out of memory"},
@@ -190,7 +190,7 @@ func TestADriverThatDiesFailsItsJobAndTheSessionWithIt(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			sess, _ := open(t, ESM())
+			sess, _ := open(t, ESM(Config{}))
 			log := newLog(pydrivertest.Hanging)
 			if tc.kill {
 				go func() {
@@ -241,7 +241,7 @@ func TestCancelAndTheRuntimeCapStopAHungDriver(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			sess, _ := open(t, ESM())
+			sess, _ := open(t, ESM(Config{}))
 			log := newLog(pydrivertest.Hanging)
 			ctx := tc.ctx(t, log)
 			_, err := sess.Run(ctx, newRun(t, embedJob("esmc-300m", nil, pydrivertest.Hang+"MKV"), log))
@@ -263,7 +263,7 @@ func TestCancelAndTheRuntimeCapStopAHungDriver(t *testing.T) {
 func TestCheckImportsThePackageWithoutLoadingWeights(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	eng := ESM()
+	eng := ESM(Config{})
 	tools := engine.Tools{"esm": pydrivertest.Interpreter(t, dir, "STANDIN_MAX_RESIDENT=-1")}
 	if err := eng.Check(t.Context(), tools); err != nil {
 		t.Fatalf("Check with the stand-in: %v", err)
