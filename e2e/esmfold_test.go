@@ -145,9 +145,9 @@ func colabfold(t *testing.T) (*httptest.Server, *atomic.Int32) {
 			gz := gzip.NewWriter(w)
 			tw := tar.NewWriter(gz)
 			for name, text := range map[string]string{
-				"uniref.a3m": ">101\n" + query + "\n>UniRef100_X\n" + query + "\n\x00",
+				"uniref.a3m":                        ">101\n" + query + "\n>UniRef100_X\n" + query + "\n\x00",
 				"bfd.mgnify30.metaeuk30.smag30.a3m": ">101\n" + query + "\n>MGYP1\n" + query + "\n\x00",
-				"pdb70.m8": "",
+				"pdb70.m8":                          "",
 			} {
 				tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(text))})
 				tw.Write([]byte(text))
