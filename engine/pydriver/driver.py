@@ -376,17 +376,20 @@ def version(package):
 
 
 def main():
+    # Positional arguments only: the interpreter is the operator's tool, and the driver's
+    # command line is chaperone's own.
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--package", required=True, help="the model package to import: esm or transformers")
-    parser.add_argument("--check", action="store_true", help="print the package's version as JSON and exit")
-    parser.add_argument("--once", nargs=2, metavar=("REQUESTS", "EVENTS"), help="serve the request frames of a file")
+    parser.add_argument("package", help="the model package to import: esm or transformers")
+    parser.add_argument("mode", choices=["serve", "check", "once"],
+                        help="serve stdin; check: print the package's version as JSON; once: serve the file REQUESTS into EVENTS")
+    parser.add_argument("files", nargs="*", metavar="REQUESTS EVENTS")
     args = parser.parse_args()
     faulthandler.enable()  # a crash in native code still leaves the Python stack in the log
-    if args.check:
+    if args.mode == "check":
         print(json.dumps({"package": args.package, "version": version(args.package)}))
         return
-    if args.once:
-        with open(args.once[0], "rb") as requests, open(args.once[1], "wb") as events:
+    if args.mode == "once":
+        with open(args.files[0], "rb") as requests, open(args.files[1], "wb") as events:
             driver = Driver(events)
             driver.send("ready", package=args.package, version=version(args.package))
             driver.serve(requests)

@@ -128,7 +128,8 @@ func (e *Engine) embed(ctx context.Context, run *engine.Run, ch channel, m model
 		if err := writeParquet(path, rows, m.dModel); err != nil {
 			return nil, err
 		}
-		out.Files = append(out.Files, toolkit.Artifact(parquetFile, "", job.ArtifactTable, path))
+		// The file holds every sequence; it belongs to the target named after it.
+		out.Files = append(out.Files, toolkit.Artifact(parquetFile, "embeddings", job.ArtifactTable, path))
 	}
 	return out, nil
 }

@@ -196,22 +196,34 @@ func (e *Engine) interpreterPath(tools engine.Tools) (string, error) {
 	return p, nil
 }
 
-// probe runs the driver's --check in python: it imports the package and prints its version.
+// probe runs the driver's check in python: it imports the package and prints its version.
+// Its output decides, not its exit status.
 func (e *Engine) probe(ctx context.Context, python string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, python, "-c", string(driverSource), "--package", e.name, "--check")
+	dir, err := os.MkdirTemp("", "chaperone-check-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	script := filepath.Join(dir, "driver.py")
+	if err := os.WriteFile(script, driverSource, 0o644); err != nil {
+		return "", err
+	}
+	cmd := exec.CommandContext(ctx, python, script, e.name, "check")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("the %s interpreter %s cannot import %s (%v): %s; install %s", e.name, python, e.name, err, lastLine(stderr.String()), e.install)
-	}
+	exit := cmd.Run()
 	var v struct{ Version string }
-	if err := json.Unmarshal(stdout.Bytes(), &v); err != nil || v.Version == "" {
-		return "", fmt.Errorf("the %s interpreter %s gave no version of %s: %q", e.name, python, e.name, stdout.String())
+	// The first JSON value printed is the answer; whatever follows it is not.
+	if err := json.NewDecoder(bytes.NewReader(stdout.Bytes())).Decode(&v); err != nil || v.Version == "" {
+		if exit == nil {
+			exit = fmt.Errorf("no version on its output: %q", stdout.String())
+		}
+		return "", fmt.Errorf("the %s interpreter %s cannot import %s (%v): %s; install %s", e.name, python, e.name, exit, lastLine(stderr.String()), e.install)
 	}
 	return v.Version, nil
 }
@@ -231,7 +243,7 @@ func (e *Engine) Open(ctx context.Context, slot engine.Slot) (engine.Session, er
 	if err := os.WriteFile(script, driverSource, 0o644); err != nil {
 		return nil, err
 	}
-	p, err := slot.Start(engine.Command{Path: python, Args: []string{"-u", script, "--package", e.name}})
+	p, err := slot.Start(engine.Command{Path: python, Args: []string{script, e.name, "serve"}})
 	if err != nil {
 		return nil, fmt.Errorf("starting the %s driver: %w", e.name, err)
 	}

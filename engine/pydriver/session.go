@@ -260,7 +260,7 @@ func (c *onceChannel) serve(ctx context.Context) error {
 	if err := os.WriteFile(requests, c.requests.Bytes(), 0o644); err != nil {
 		return err
 	}
-	exit := c.run.Exec(ctx, engine.Command{Path: c.python, Args: []string{"-u", script, "--package", c.eng.name, "--once", requests, events}})
+	exit := c.run.Exec(ctx, engine.Command{Path: c.python, Args: []string{script, c.eng.name, "once", requests, events}})
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
