@@ -178,12 +178,12 @@ func models(l Limits) []Model {
 		{
 			ID: "esmfold2", Kind: job.PredictKind, Name: "ESMFold2", Tool: "esm", MaxResidues: fold,
 			Capabilities: proteinOnly, Params: predictParams("esmfold2", msaOff, 10, 100),
-			Fast: "On: bf16 autocast and fused attention kernels; off: fp32 throughout.",
+			Fast: "On: bf16 weights and autocast; off: fp32 throughout.",
 		},
 		{
 			ID: "esmfold2-fast", Kind: job.PredictKind, Name: "ESMFold2 Fast", Tool: "esm", MaxResidues: fold,
 			Capabilities: esmfold2Fast, Params: predictParams("esmfold2-fast", msaNever, 10, 100),
-			Fast: "On: bf16 autocast and fused attention kernels; off: fp32 throughout. " +
+			Fast: "On: bf16 weights and autocast; off: fp32 throughout. " +
 				"The model itself is the inference-optimised single-sequence ESMFold2.",
 		},
 		{

@@ -130,6 +130,8 @@ class ESMCModel:
         self.fast = spec["fast"]
 
     def hidden(self, seqs):
+        # A batch goes through ESMC's own tokenizer and forward (what logits runs for one
+        # protein): logits always autocasts to bf16 on a GPU, which fast=false must not.
         tokens = self.model._tokenize(seqs)
         with inference(self.fast):
             out = self.model(sequence_tokens=tokens)
