@@ -121,9 +121,13 @@ func TestASessionLoadsAModelOnceForManyJobs(t *testing.T) {
 	t.Parallel()
 	sess, _ := open(t, ESM(Config{}))
 	for i := range 3 {
-		run := newRun(t, embedJob("esmc-300m", nil, "MKTAYIAKQR", "MKV"), newLog(""))
-		if _, err := sess.Run(t.Context(), run); err != nil {
-			t.Fatalf("job %d: %v\n%s", i+1, err, run.Log)
+		log := newLog("")
+		if _, err := sess.Run(t.Context(), newRun(t, embedJob("esmc-300m", nil, "MKTAYIAKQR", "MKV"), log)); err != nil {
+			t.Fatalf("job %d: %v\n%s", i+1, err, log)
+		}
+		// What the model prints on stdout reaches the log, not the protocol.
+		if !strings.Contains(log.String(), "standin: a line on stdout") {
+			t.Errorf("job %d: the model's stdout is not in the log:\n%s", i+1, log)
 		}
 	}
 	if n := sess.loadCount(); n != 1 {
