@@ -145,15 +145,6 @@ func (e *Engine) Check(ctx context.Context, tools engine.Tools) error {
 	return err
 }
 
-// Version is the version of the package that the interpreter Check finds imports.
-func (e *Engine) Version(ctx context.Context, tools engine.Tools) (string, error) {
-	python, err := e.interpreterPath(tools)
-	if err != nil {
-		return "", err
-	}
-	return e.probe(ctx, python)
-}
-
 // interpreter returns the Python that runs the driver, once it has passed its check. A
 // passed check is not run again until the interpreter's file changes, as the worker checks
 // engines every minute.
@@ -173,7 +164,7 @@ func (e *Engine) interpreter(ctx context.Context, tools engine.Tools) (string, e
 	if done {
 		return python, nil
 	}
-	if _, err := e.probe(ctx, python); err != nil {
+	if err := e.probe(ctx, python); err != nil {
 		if tools[e.name] == "" {
 			return "", fmt.Errorf("python3 on PATH cannot run the %s models (%v); install %s there, or give an interpreter that has it with --tool %s=PATH", e.name, err, e.install, e.name)
 		}
@@ -197,18 +188,19 @@ func (e *Engine) interpreterPath(tools engine.Tools) (string, error) {
 }
 
 // probe runs the driver's check in python: it imports the package and prints its version.
-// Its output decides, not its exit status.
-func (e *Engine) probe(ctx context.Context, python string) (string, error) {
+// Its output decides, not its exit status. (A session's driver reports the version again
+// when it starts, and every job's log shows it.)
+func (e *Engine) probe(ctx context.Context, python string) error {
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
 	dir, err := os.MkdirTemp("", "chaperone-check-")
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer os.RemoveAll(dir)
 	script := filepath.Join(dir, "driver.py")
 	if err := os.WriteFile(script, driverSource, 0o644); err != nil {
-		return "", err
+		return err
 	}
 	cmd := exec.CommandContext(ctx, python, script, e.name, "check")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -223,9 +215,9 @@ func (e *Engine) probe(ctx context.Context, python string) (string, error) {
 		if exit == nil {
 			exit = fmt.Errorf("no version on its output: %q", stdout.String())
 		}
-		return "", fmt.Errorf("the %s interpreter %s cannot import %s (%v): %s; install %s", e.name, python, e.name, exit, lastLine(stderr.String()), e.install)
+		return fmt.Errorf("the %s interpreter %s cannot import %s (%v): %s; install %s", e.name, python, e.name, exit, lastLine(stderr.String()), e.install)
 	}
-	return v.Version, nil
+	return nil
 }
 
 func lastLine(s string) string {

@@ -176,7 +176,8 @@ func (s *session) Run(ctx context.Context, run *engine.Run) (*engine.Output, err
 	s.log, s.sent = newLogSync(run.Log), 0
 	s.proc.SetLog(s.log)
 	defer s.proc.SetLog(nil)
-	fmt.Fprintf(run.Log, "== chaperone: %s %s, models loaded: %v ==\n", s.eng.name, s.version, s.Loaded())
+	fmt.Fprintf(run.Log, "== chaperone: %s %s, models loaded: %v (%d loads since the driver started) ==\n",
+		s.eng.name, s.version, s.Loaded(), s.loadCount())
 	return s.eng.runJob(ctx, run, s)
 }
 
