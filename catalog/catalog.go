@@ -37,8 +37,11 @@ type Model struct {
 	// MaxResidues is the most residues the model takes: per structure for prediction and
 	// design models (at most Limits.ResidueCeiling), per sequence for embedding models (at
 	// most Limits.EmbedResidues).
-	MaxResidues  int
-	DModel       int // embedding models; 0 for others
+	MaxResidues int
+	DModel      int // embedding models; 0 for others
+	// Letters are the residue letters the model's tokenizer knows, for an embedding model
+	// whose vocabulary is narrower than the protein alphabet; empty when it knows them all.
+	Letters      string
 	Capabilities Capabilities
 	Params       []Param
 	// Fast says what `fast` does for this model, shown in the catalog.

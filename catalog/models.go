@@ -178,12 +178,12 @@ func models(l Limits) []Model {
 		{
 			ID: "esmfold2", Kind: job.PredictKind, Name: "ESMFold2", Tool: "esm", MaxResidues: fold,
 			Capabilities: proteinOnly, Params: predictParams("esmfold2", msaOff, 10, 100),
-			Fast: "On: bf16 autocast and fused attention kernels; off: fp32 throughout.",
+			Fast: "On: bf16 weights and autocast; off: fp32 throughout.",
 		},
 		{
 			ID: "esmfold2-fast", Kind: job.PredictKind, Name: "ESMFold2 Fast", Tool: "esm", MaxResidues: fold,
 			Capabilities: esmfold2Fast, Params: predictParams("esmfold2-fast", msaNever, 10, 100),
-			Fast: "On: bf16 autocast and fused attention kernels; off: fp32 throughout. " +
+			Fast: "On: bf16 weights and autocast; off: fp32 throughout. " +
 				"The model itself is the inference-optimised single-sequence ESMFold2.",
 		},
 		{
@@ -261,12 +261,14 @@ func esmc(id, name string, dModel int) Model {
 }
 
 // saprot models run sequence-only (every structure token masked); both have a hidden size
-// of 1280 (their Hugging Face configs).
+// of 1280 (their Hugging Face configs). Their vocabulary pairs only the 20 standard amino
+// acids (and #) with a structure letter: X, B, Z, U and O would become unknown tokens.
 func saprot(id, name string) Model {
 	return Model{
 		ID: id, Kind: job.EmbedKind, Name: name, Tool: "transformers", MaxResidues: embedMaxResidues, DModel: 1280,
-		Params: embedParams(),
-		Fast:   "On: half-precision (bf16) autocast; off: fp32 throughout.",
+		Letters: "ACDEFGHIKLMNPQRSTVWY",
+		Params:  embedParams(),
+		Fast:    "On: half-precision (bf16) autocast; off: fp32 throughout.",
 	}
 }
 

@@ -387,6 +387,11 @@ func (c *Catalog) protein(m *Model, s string) (string, error) {
 	if len(seq) > m.MaxResidues {
 		return "", fmt.Errorf("has %d residues; %s takes at most %d (max_residues)", len(seq), m.ID, m.MaxResidues)
 	}
+	if m.Letters != "" {
+		if i := strings.IndexFunc(seq, func(r rune) bool { return !strings.ContainsRune(m.Letters, r) }); i >= 0 {
+			return "", fmt.Errorf("position %d: %q is a letter %s's tokenizer does not know (it knows %s)", i+1, seq[i], m.ID, m.Letters)
+		}
+	}
 	return seq, nil
 }
 

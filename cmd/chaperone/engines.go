@@ -12,6 +12,7 @@ import (
 	"github.com/chaperone-bio/chaperone/engine/boltzgen"
 	"github.com/chaperone-bio/chaperone/engine/openfold3"
 	"github.com/chaperone-bio/chaperone/engine/protenix"
+	"github.com/chaperone-bio/chaperone/engine/pydriver"
 	"github.com/chaperone-bio/chaperone/engine/rfd3"
 )
 
@@ -26,6 +27,8 @@ func builtinEngines(msaServer string) []engine.Engine {
 		protenix.New(pc), protenix.NewOpenDDE(pc), protenix.NewOpenDDEAbAg(pc),
 		boltzgen.New(boltzgen.Config{Binders: catalog.Default().Binders()}),
 		rfd3.New(),
+		pydriver.ESM(pydriver.Config{MSAServerURL: msaServer}),
+		pydriver.Transformers(),
 	}
 }
 
