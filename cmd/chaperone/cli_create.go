@@ -60,7 +60,7 @@ func create(ctx context.Context, kind string, args []string, stdout, stderr io.W
 		fs.StringVar(&protocol, "protocol", "", "design protocol, such as protein-anything or rfd3-binder (see chaperone models)")
 		fs.StringVar(&model, "model", "", "design model; optional, the protocol implies it")
 		fs.StringVar(&spec, "spec", "", "the design spec YAML `FILE` of a BoltzGen protocol")
-		fs.StringVar(&structure, "structure", "", "the target PDB or mmCIF `FILE` of an rfd3 protocol")
+		fs.StringVar(&structure, "structure", "", "the PDB or mmCIF `FILE`: the target of an rfd3 protocol, or the file a BoltzGen spec names")
 		fs.StringVar(&contig, "contig", "", "the contig of an rfd3 protocol, such as A1-80,60-100")
 	case "embed":
 		fs.StringVar(&model, "model", "", "embedding model (default: the server's, esmc-600m)")
