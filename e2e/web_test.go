@@ -1,0 +1,188 @@
+package e2e
+
+import (
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+)
+
+// pLDDT band colours of web/static/viewer.js, as Mol* paints them (lit, so with tolerance).
+var plddtColours = []uint32{0xff7d45, 0xffdb13, 0x65cbf3, 0x0053d6}
+
+var jobHash = regexp.MustCompile(`#/job/([\w-]+)$`)
+
+// submitted waits for the page to move to the job page of the job it created.
+func (b *browser) submitted() string {
+	b.t.Helper()
+	b.waitJS("the job page opens", `location.hash.startsWith("#/job/")`)
+	var hash string
+	b.eval(`location.hash`, &hash)
+	return jobHash.FindStringSubmatch(hash)[1]
+}
+
+func TestWebPredictionFromSubmitToViewer(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, withWebEngines(t))
+	b := openBrowser(t, s, 1280, 1000)
+	b.open("/")
+	mustf(t, strings.Contains(b.text("#predict-model"), "Boltz-2"), "the model list lacks Boltz-2")
+	mustf(t, strings.Contains(b.text("#predict-model"), "unavailable"), "unavailable models are not marked")
+	b.screenshot("home")
+
+	b.run("fill in a prediction",
+		setValue("#predict-model", "boltz2"),
+		setValue("#predict-input", ">A|protein\nMKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQ\n"),
+		click(".params summary"),
+		setValue("#predict-param-diffusion_samples", "2"),
+		setValue("#predict-name", "kinase fold"),
+		click("#main form button[type=submit]"))
+	id := b.submitted()
+	b.waitJS("the job succeeds", `document.querySelector(".card .pill")?.textContent === "succeeded"`)
+	b.waitJS("the viewer shows the best sample", `document.getElementById("viewer")?.dataset.loaded === "A.cif"`)
+	b.waitJS("the PAE heatmap is drawn", `document.getElementById("pae")?.dataset.drawn === "A/pae_A_model_0.npz"`)
+	mustf(t, strings.Contains(b.text("#log"), "Predicting"), "the run log was not shown")
+
+	// Mol* drew the structure in pLDDT colours: check the canvas's pixels, not the element.
+	b.waitJS("Mol* draws", `!!document.querySelector("#viewer canvas")`)
+	b.waitJS("Mol* draws coloured atoms", `new Promise(r => setTimeout(() => r(true), 1500))`)
+	pixels := b.elementPixels("#viewer")
+	mustf(t, countNear(pixels, 40, plddtColours...) > 300, "the viewer shows too few pLDDT-coloured pixels: %d", countNear(pixels, 40, plddtColours...))
+
+	// The stand-in's PAE is 4 Å everywhere: the heatmap's colour at 4 of 30 Å.
+	var pae []int
+	b.eval(`(() => { const c = document.getElementById("pae"); const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data; return [c.width, c.height, d[0], d[1], d[2], d[3]]; })()`, &pae)
+	mustf(t, pae[0] == 33 && pae[1] == 33 && pae[5] == 255, "the PAE heatmap is %dx%d, alpha %d; want 33x33 opaque", pae[0], pae[1], pae[5])
+	mustf(t, pae[2] < 60 && pae[4] > 100, "the PAE colour of 4 Å is rgb(%d,%d,%d), want a dark blue", pae[2], pae[3], pae[4])
+
+	var rows int
+	b.eval(`document.querySelectorAll("table[aria-label='Prediction rows'] tbody tr").length`, &rows)
+	mustf(t, rows == 1, "the rows table has %d rows, want 1", rows)
+	b.run("sort the rows", click("table[aria-label='Prediction rows'] th button"))
+	b.run("show the second sample", click("[aria-label=Samples] button:nth-of-type(2)"))
+	b.waitJS("the second sample is shown", `document.getElementById("viewer").dataset.loaded === "A_sample_1.cif" && document.getElementById("pae").dataset.drawn === "A/pae_A_model_1.npz"`)
+	var links int
+	b.eval(`document.querySelectorAll(".downloads a").length`, &links)
+	mustf(t, links >= 6, "only %d download links", links)
+	b.screenshot("prediction")
+
+	b.open("/#/jobs")
+	b.waitJS("the job is listed", `[...document.querySelectorAll("table a")].some(a => a.textContent === "kinase fold")`)
+	b.screenshot("jobs")
+	s.get("/v1/jobs/" + id).expect(http.StatusNotFound) // owned by the browser's session, not the IP
+	b.expectNoProblems()
+}
+
+func TestWebShowsAProblemNextToItsField(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, withWebEngines(t))
+	b := openBrowser(t, s, 1280, 900)
+	b.open("/")
+	b.run("submit a bad sequence", setValue("#predict-model", "boltz2"), setValue("#predict-input", "MKX1"), click("#main form button[type=submit]"))
+	got := b.text("#predict-input-error")
+	mustf(t, strings.HasPrefix(got, "sequence: position 4"), "the error beside the input reads %q", got)
+	var invalid string
+	b.eval(`document.getElementById("predict-input").getAttribute("aria-invalid")`, &invalid)
+	mustf(t, invalid == "true", "the input is not marked invalid")
+	b.screenshot("field-error")
+}
+
+func TestWebCancelAndDelete(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, withWebEngines(t))
+	b := openBrowser(t, s, 1280, 900)
+	b.open("/")
+	b.run("submit a job that hangs", setValue("#predict-model", "esmfold2"), setValue("#predict-input", "MKTAYIAKQRQ"),
+		setValue("#predict-name", "hang"), click("#main form button[type=submit]"))
+	b.submitted()
+	b.waitJS("the job runs", `document.querySelector(".card .pill")?.textContent === "running"`)
+	b.waitJS("the log follows the run", `document.getElementById("log").textContent.includes("started")`)
+	b.screenshot("running")
+	b.run("cancel", click("button.quiet"))
+	b.waitJS("the job is canceled", `document.querySelector(".card .pill")?.textContent === "canceled"`)
+	b.run("delete", click("button.danger"), click("button.danger"))
+	b.waitJS("the page returns to the list", `location.hash === "#/"`)
+	b.waitJS("the list is empty", `!!document.querySelector("#main .empty")`)
+	b.expectNoProblems()
+}
+
+func TestWebDesignOpensInTheViewer(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, withWebEngines(t))
+	b := openBrowser(t, s, 1280, 1000)
+	b.open("/")
+	b.run("fill in a design", click("#tab-design"), setValue("#design-protocol", "protein-anything"),
+		setValue("#design-spec", "entities:\n  - protein:\n      id: B\n      sequence: 80..140\n"), click("#main form button[type=submit]"))
+	b.submitted()
+	b.waitJS("the first design is shown", `document.getElementById("viewer")?.dataset.loaded === "design_1.cif"`)
+	var ranks []string
+	b.eval(`[...document.querySelectorAll("table[aria-label=Designs] tbody tr td:first-child")].map(td => td.textContent)`, &ranks)
+	mustf(t, strings.Join(ranks, ",") == "1,2,3", "design ranks %v", ranks)
+	b.run("open the third design", click("table[aria-label=Designs] tbody tr:nth-child(3)"))
+	b.waitJS("the third design is shown", `document.getElementById("viewer").dataset.loaded === "design_3.cif"`)
+	b.screenshot("design")
+	b.expectNoProblems()
+}
+
+func TestWebEmbeddingPlotsPooledVectors(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, withWebEngines(t))
+	b := openBrowser(t, s, 390, 844) // a phone's width
+	b.open("/")
+	b.run("fill in an embedding", click("#tab-embed"), setValue("#embed-model", "esmc-300m"),
+		setValue("#embed-input", ">alpha\nMKTAYIAKQRQISFVK\n>beta\nMVHLTPEEKSAVTALW\n>gamma\nGSGSGSPEPTIDE\n"), click("#main form button[type=submit]"))
+	b.submitted()
+	b.waitJS("the projection is drawn", `document.querySelectorAll("#pca svg circle").length === 3`)
+	var labels []string
+	b.eval(`[...document.querySelectorAll("#pca svg g text")].map(t => t.textContent)`, &labels)
+	mustf(t, strings.Join(labels, ",") == "alpha,beta,gamma", "plot labels %v", labels)
+	var overflow bool
+	b.eval(`document.documentElement.scrollWidth > window.innerWidth`, &overflow)
+	mustf(t, !overflow, "the page is wider than a phone's screen")
+	b.screenshot("embedding-phone")
+	b.expectNoProblems()
+}
+
+func TestWebSessionsSeeOnlyTheirOwnJobs(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, withWebEngines(t))
+	first, second := openBrowser(t, s, 1000, 800), openBrowser(t, s, 1000, 800)
+	first.open("/")
+	first.run("submit", setValue("#predict-model", "esmfold2"), setValue("#predict-input", "MKTAYIAKQRQ"),
+		setValue("#predict-name", "mine"), click("#main form button[type=submit]"))
+	id := first.submitted()
+	first.open("/#/jobs")
+	first.waitJS("the first browser lists its job", `document.querySelectorAll("#main tbody tr").length === 1`)
+	second.open("/#/jobs")
+	second.waitJS("the second browser lists nothing", `!!document.querySelector("#main .empty")`)
+	second.open("/#/job/" + id)
+	second.waitJS("the second browser cannot open the job", `document.querySelector("h1")?.textContent === "Job not found"`)
+	list := s.get("/v1/jobs").expect(http.StatusOK).json()
+	mustf(t, len(list["data"].([]any)) == 0, "a keyless call from the same IP sees the browser's jobs: %v", list["data"])
+
+	// Keyboard alone: Tab from the top of the page to the job's link and open it.
+	first.open("/#/jobs")
+	first.waitJS("the job is listed", `document.querySelectorAll("#main tbody tr").length === 1`)
+	for range 30 {
+		var on string
+		first.run("press Tab", chromedp.KeyEvent(kb.Tab))
+		first.eval(`document.activeElement.textContent`, &on)
+		if on == "mine" {
+			break
+		}
+	}
+	first.run("press Enter", chromedp.KeyEvent(kb.Enter))
+	first.waitJS("the job page opens by keyboard", `location.hash === "#/job/`+id+`"`)
+
+	// An API key pasted into the page shows that key's jobs instead.
+	key, _ := s.issueKey("web")
+	keyJob := s.predict("by key", "Authorization: Bearer "+key)
+	second.open("/#/jobs")
+	second.run("paste the key", click("#key-summary"), setValue("#key-input", key), click("#key-form button[type=submit]"))
+	second.waitJS("the key's job is listed", `[...document.querySelectorAll("#main tbody a")].some(a => a.getAttribute("href") === "#/job/`+keyJob+`")`)
+	first.expectNoProblems()
+	second.expectNoProblems()
+}
