@@ -200,6 +200,9 @@ func (b *browser) elementPixels(sel string) image.Image {
 	b.t.Helper()
 	var buf []byte
 	b.run("capture "+sel, chromedp.Screenshot(sel, &buf, chromedp.ByQuery))
+	if dir := os.Getenv("CHAPERONE_SCREENSHOTS"); dir != "" {
+		_ = os.WriteFile(filepath.Join(dir, "element-"+strings.Trim(sel, "#.")+".png"), buf, 0o644)
+	}
 	img, err := png.Decode(bytes.NewReader(buf))
 	if err != nil {
 		b.t.Fatalf("decoding the screenshot of %s: %v", sel, err)
@@ -209,16 +212,34 @@ func (b *browser) elementPixels(sel string) image.Image {
 
 // countNear counts the pixels within tolerance of any of the colours (0xRRGGBB).
 func countNear(img image.Image, tolerance int, colours ...uint32) int {
+	return countPixels(img, func(r, g, b int) bool {
+		for _, c := range colours {
+			if near(r, int(c>>16&0xff), tolerance) && near(g, int(c>>8&0xff), tolerance) && near(b, int(c&0xff), tolerance) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// countDrawn counts the coloured pixels of a Mol* canvas, leaving out the corners where
+// Mol* draws its axes (bottom left) and its buttons (right).
+func countDrawn(img image.Image) int {
+	b := img.Bounds()
+	inner := image.Rect(b.Min.X+100, b.Min.Y, b.Max.X-70, b.Max.Y)
+	return countPixels(img.(interface {
+		SubImage(image.Rectangle) image.Image
+	}).SubImage(inner), func(r, g, b int) bool { return max(r, g, b)-min(r, g, b) > 40 })
+}
+
+func countPixels(img image.Image, match func(r, g, b int) bool) int {
 	n := 0
 	bounds := img.Bounds()
 	for y := bounds.Min.Y; y < bounds.Max.Y; y++ {
 		for x := bounds.Min.X; x < bounds.Max.X; x++ {
-			r, g, bl, _ := img.At(x, y).RGBA()
-			for _, c := range colours {
-				if near(int(r>>8), int(c>>16&0xff), tolerance) && near(int(g>>8), int(c>>8&0xff), tolerance) && near(int(bl>>8), int(c&0xff), tolerance) {
-					n++
-					break
-				}
+			r, g, b, _ := img.At(x, y).RGBA()
+			if match(int(r>>8), int(g>>8), int(b>>8)) {
+				n++
 			}
 		}
 	}

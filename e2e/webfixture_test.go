@@ -77,7 +77,7 @@ func (e pictureEngine) embed(run *engine.Run) (*engine.Output, error) {
 	return out, nil
 }
 
-// helixCIF is an mmCIF of n CA atoms on a helix, every B-factor plddt.
+// helixCIF is an mmCIF of n CA atoms on a helix along x, every B-factor plddt.
 func helixCIF(id string, n int, plddt float64) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "data_%s\n#\nloop_\n_atom_site.group_PDB\n_atom_site.id\n_atom_site.type_symbol\n_atom_site.label_atom_id\n"+
@@ -85,7 +85,7 @@ func helixCIF(id string, n int, plddt float64) string {
 		"_atom_site.Cartn_z\n_atom_site.B_iso_or_equiv\n", id)
 	for i := range n {
 		a := float64(i) * 100 * math.Pi / 180
-		fmt.Fprintf(&b, "ATOM %d C CA ALA A %d %.3f %.3f %.3f %.2f\n", i+1, i+1, 2.3*math.Cos(a), 2.3*math.Sin(a), 1.5*float64(i), plddt)
+		fmt.Fprintf(&b, "ATOM %d C CA ALA A %d %.3f %.3f %.3f %.2f\n", i+1, i+1, 1.5*float64(i), 2.3*math.Cos(a), 2.3*math.Sin(a), plddt)
 	}
 	b.WriteString("#\n")
 	return b.String()

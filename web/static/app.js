@@ -479,7 +479,7 @@ function renderJobHead(head, job, signal) {
   } }, "Delete job");
   actions.append(del);
   const kindLabel = { predict: "Structure prediction", design: "Design", embed: "Embedding" }[job.kind];
-  head.replaceChildren(
+  head.replaceChildren(...[
     h("h1", {}, job.name || job.id),
     h("div", { class: "meta" },
       pill(job.status), h("span", {}, kindLabel), h("span", {}, h("b", {}, job.model ?? job.protocol ?? "")),
@@ -491,25 +491,28 @@ function renderJobHead(head, job, signal) {
       h("span", {}, "Created ", fmtTime(job.created_at))),
     progressBar(job),
     job.error ? h("div", { class: "alert" }, job.error) : null,
-    actions);
+    actions].filter(Boolean));
   renderElapsed(head, job);
 }
 
-// followLog reads what the log gained since the last read, with a Range request.
+// followLog reads what the log gained since the last read. Its Range starts one byte
+// early, at a byte already shown, so that it is satisfiable even when nothing was added
+// (an unsatisfiable range is a 416, which the browser reports as a failed load).
 async function followLog(job, log, box, signal) {
   let res;
   try {
     res = await fetch(job.links.logs, { signal, headers: {
-      ...(log.offset ? { Range: `bytes=${log.offset}-` } : {}),
+      ...(log.offset ? { Range: `bytes=${log.offset - 1}-` } : {}),
       ...(sessionStorage.getItem(KEY) ? { "X-API-Key": sessionStorage.getItem(KEY) } : {}),
     } });
   } catch {
     return;
   }
-  if (res.status !== 200 && res.status !== 206) return; // 416: nothing new
-  const bytes = new Uint8Array(await res.arrayBuffer());
+  if (res.status !== 200 && res.status !== 206) return;
+  let bytes = new Uint8Array(await res.arrayBuffer());
   const atBottom = box.scrollTop + box.clientHeight >= box.scrollHeight - 4;
   if (res.status === 200) { box.textContent = ""; log.offset = 0; log.decoder = new TextDecoder(); }
+  else bytes = bytes.subarray(1);
   box.textContent += log.decoder.decode(bytes, { stream: true });
   log.offset += bytes.length;
   if (atBottom) box.scrollTop = box.scrollHeight;
