@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -129,13 +130,16 @@ func (b *browser) problem(p string) {
 	b.problems = append(b.problems, p)
 }
 
-// expectNoProblems fails the test for any console error, exception or failed load so far.
-func (b *browser) expectNoProblems() {
+// expectNoProblems fails the test for any console error, exception or failed load so far
+// but for failed loads of the expected URLs.
+func (b *browser) expectNoProblems(expected ...string) {
 	b.t.Helper()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, p := range b.problems {
-		b.t.Errorf("the page reported: %s", p)
+		if !slices.ContainsFunc(expected, func(url string) bool { return strings.HasPrefix(p, "log: ") && strings.HasSuffix(p, " "+url) }) {
+			b.t.Errorf("the page reported: %s", p)
+		}
 	}
 }
 

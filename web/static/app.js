@@ -466,13 +466,13 @@ function renderElapsed(head, job) {
 function renderJobHead(head, job, signal) {
   const actions = h("div", { class: "row" });
   if (!TERMINAL.has(job.status)) {
-    actions.append(h("button", { type: "button", class: "quiet", onclick: async ev => {
+    actions.append(h("button", { type: "button", class: "quiet", id: "cancel", onclick: async ev => {
       ev.target.disabled = true;
       await api(`/v1/jobs/${job.id}/cancel`, { method: "POST", signal });
     } }, "Cancel job"));
   }
   if (job.results_ready) actions.append(downloadLink(job.links.archive, "Download all (zip)", "button quiet"));
-  const del = h("button", { type: "button", class: "danger", onclick: async () => {
+  const del = h("button", { type: "button", class: "danger", id: "delete", onclick: async () => {
     if (del.dataset.armed !== "yes") { del.dataset.armed = "yes"; del.textContent = "Delete for good?"; return; }
     const r = await api(`/v1/jobs/${job.id}`, { method: "DELETE" });
     if (r.ok) location.hash = "#/";
