@@ -8,6 +8,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+
+	"github.com/chaperone-bio/chaperone/api"
+	"github.com/chaperone-bio/chaperone/app"
+	"github.com/chaperone-bio/chaperone/engine/enginetest"
 )
 
 var jobHash = regexp.MustCompile(`#/job/([\w-]+)$`)
@@ -185,4 +189,73 @@ func TestWebSessionsSeeOnlyTheirOwnJobs(t *testing.T) {
 	second.waitJS("the key's job is listed", `[...document.querySelectorAll("#main tbody a")].some(a => a.getAttribute("href") === "#/job/`+keyJob+`")`)
 	first.expectNoProblems()
 	second.expectNoProblems(s.URL + "/v1/jobs/" + id) // the job it may not see: a 404
+}
+
+// pageCookie loads the page as a browser would and returns the session cookie it is given.
+func pageCookie(t *testing.T, s *server, cookies ...*http.Cookie) *http.Cookie {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, s.URL+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cookies {
+		req.AddCookie(c)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	mustf(t, res.StatusCode == http.StatusOK && strings.HasPrefix(res.Header.Get("Content-Type"), "text/html"),
+		"GET / answered %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	for _, c := range res.Cookies() {
+		if c.Name == api.SessionCookie {
+			return c
+		}
+	}
+	return nil
+}
+
+func TestWebPageIssuesASessionCookie(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		publicURL  string
+		wantSecure bool
+	}{
+		{"over plain HTTP", "", false},
+		{"behind TLS", "https://fold.example.org", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := startServer(t, withoutWorker(), func(c *app.Config) { c.PublicURL = tt.publicURL })
+			c := pageCookie(t, s)
+			mustf(t, c != nil, "the page set no session cookie")
+			mustf(t, c.HttpOnly && c.SameSite == http.SameSiteLaxMode && c.Secure == tt.wantSecure && c.MaxAge > 0,
+				"cookie attributes: HttpOnly %v SameSite %v Secure %v MaxAge %d", c.HttpOnly, c.SameSite, c.Secure, c.MaxAge)
+			mustf(t, pageCookie(t, s, c) == nil, "a browser with a valid session was given another")
+		})
+	}
+}
+
+func TestWebSessionIsNotLentToOtherSites(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	c := pageCookie(t, s)
+	cookie := "Cookie: " + c.Name + "=" + c.Value
+	id := s.create("/v1/predictions", map[string]any{"sequence": "MKTAYIAKQ", "name": enginetest.Silent}, cookie, "Sec-Fetch-Site: same-origin")
+	tests := []struct {
+		name    string
+		headers []string
+		status  int
+	}{
+		{"a cross-site cancel", []string{cookie, "Sec-Fetch-Site: cross-site"}, http.StatusNotFound},
+		{"a cancel from another origin", []string{cookie, "Origin: https://evil.example"}, http.StatusNotFound},
+		{"the page's own cancel", []string{cookie, "Sec-Fetch-Site: same-origin"}, http.StatusOK},
+	}
+	for _, tt := range tests {
+		s.post("/v1/jobs/"+id+"/cancel", nil, tt.headers...).expect(tt.status)
+	}
+	s.get("/v1/jobs/"+id, cookie, "Sec-Fetch-Site: cross-site").expect(http.StatusOK) // reads are safe
 }

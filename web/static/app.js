@@ -480,12 +480,12 @@ function renderJobHead(head, job, signal) {
   actions.append(del);
   const kindLabel = { predict: "Structure prediction", design: "Design", embed: "Embedding" }[job.kind];
   head.replaceChildren(...[
-    h("h1", {}, job.name || job.id),
+    h("h1", {}, job.name || `${kindLabel} ${job.id.slice(0, 8)}`),
     h("div", { class: "meta" },
       pill(job.status), h("span", {}, kindLabel), h("span", {}, h("b", {}, job.model ?? job.protocol ?? "")),
       h("span", {}, "id ", h("code", {}, job.id))),
     h("div", { class: "meta" },
-      h("span", {}, "Stage: ", h("b", { "data-stage": true }, job.stage ?? (TERMINAL.has(job.status) ? "done" : "waiting"))),
+      h("span", {}, "Stage: ", h("b", { "data-stage": true }, TERMINAL.has(job.status) ? "finished" : job.stage ?? "waiting for a worker")),
       job.total ? h("span", {}, `${job.done} of ${job.total} done`) : null,
       h("span", {}, "Elapsed: ", h("b", { "data-elapsed": true }, "—")),
       h("span", {}, "Created ", fmtTime(job.created_at))),

@@ -74,7 +74,11 @@ function svgEl(name, attrs, text) {
 export function scatter(labels, { points, explained }) {
   const W = 560, H = 400, pad = 44;
   const xs = points.map(p => p[0]), ys = points.map(p => p[1]);
-  const span = v => { const lo = Math.min(...v), hi = Math.max(...v); return hi - lo > 1e-12 ? [lo, hi] : [lo - 1, hi + 1]; };
+  // Each axis spans its points with a tenth of the range to spare on either side.
+  const span = v => {
+    const lo = Math.min(...v), hi = Math.max(...v), pad = hi - lo > 1e-12 ? (hi - lo) / 10 : 1;
+    return [lo - pad, hi + pad];
+  };
   const [x0, x1] = span(xs), [y0, y1] = span(ys);
   const sx = x => pad + (x - x0) / (x1 - x0) * (W - 2 * pad), sy = y => H - pad - (y - y0) / (y1 - y0) * (H - 2 * pad);
   const svg = svgEl("svg", { viewBox: `0 0 ${W} ${H}`, class: "pca", role: "img",
@@ -86,7 +90,8 @@ export function scatter(labels, { points, explained }) {
     const g = svgEl("g", {});
     g.append(svgEl("title", {}, labels[i]));
     g.append(svgEl("circle", { cx: sx(p[0]), cy: sy(p[1]), r: 6, fill: "#1f6f8b", "fill-opacity": .8, stroke: "#fff" }));
-    g.append(svgEl("text", { x: sx(p[0]) + 9, y: sy(p[1]) + 4, style: "fill:#1c2430" }, labels[i]));
+    const right = sx(p[0]) > W / 2; // label on the inner side, so that it stays in the frame
+    g.append(svgEl("text", { x: sx(p[0]) + (right ? -9 : 9), y: sy(p[1]) + 4, "text-anchor": right ? "end" : "start", style: "fill:#1c2430" }, labels[i]));
     svg.append(g);
   });
   return svg;
