@@ -253,7 +253,11 @@ func countPixels(img image.Image, match func(r, g, b int) bool) int {
 func near(a, b, tolerance int) bool { return a-b <= tolerance && b-a <= tolerance }
 
 // click clicks the first element matching sel.
-func click(sel string) chromedp.Action { return chromedp.Click(sel, chromedp.ByQuery, chromedp.NodeVisible) }
+func click(sel string) chromedp.Action {
+	return chromedp.Click(sel, chromedp.ByQuery, chromedp.NodeVisible)
+}
 
 // setValue sets a form control's value; the page reads values when the form is sent.
-func setValue(sel, value string) chromedp.Action { return chromedp.SetValue(sel, value, chromedp.ByQuery) }
+func setValue(sel, value string) chromedp.Action {
+	return chromedp.SetValue(sel, value, chromedp.ByQuery)
+}

@@ -21,8 +21,8 @@ import (
 // numbers are made up, derived from the job's input so that each run draws the same.
 type pictureEngine struct{ models []string }
 
-func (e pictureEngine) Name() string                                  { return "picture" }
-func (e pictureEngine) Models() []string                              { return e.models }
+func (e pictureEngine) Name() string                              { return "picture" }
+func (e pictureEngine) Models() []string                          { return e.models }
 func (e pictureEngine) Check(context.Context, engine.Tools) error { return nil }
 
 func (e pictureEngine) Run(ctx context.Context, run *engine.Run) (*engine.Output, error) {
