@@ -230,19 +230,42 @@ func (m *molstar) unpack(tgz []byte) error {
 	for inside := range want {
 		return fmt.Errorf("the tarball has no %s", inside)
 	}
-	if err := os.RemoveAll(m.unpacked()); err != nil {
-		return err
+	// Servers sharing the folder may unpack at the same time; the first rename wins and the
+	// others find its files. A folder left incomplete (someone removed a file) is replaced.
+	if err := os.Rename(tmp, m.unpacked()); err != nil {
+		if m.unpackedComplete() {
+			return nil
+		}
+		if err := os.RemoveAll(m.unpacked()); err != nil {
+			return err
+		}
+		return os.Rename(tmp, m.unpacked())
 	}
-	return os.Rename(tmp, m.unpacked())
+	return nil
 }
 
+// writeFileAtomic writes through a temporary file of its own, so that servers sharing the
+// folder never see each other's half-written file.
 func writeFileAtomic(path string, b []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return err
 	}
-	tmp := path + ".part"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	f, err := os.CreateTemp(filepath.Dir(path), ".download-")
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }

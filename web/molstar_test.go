@@ -183,3 +183,31 @@ func TestThePageAndItsFilesAreServed(t *testing.T) {
 		t.Errorf("viewer.js does not load Mol* %s", pinnedMolstar.Version)
 	}
 }
+
+func TestMolstarServersSharingAFolderFetchTogether(t *testing.T) {
+	t.Parallel()
+	pkg, tgz := fakePackage(t)
+	reg, _ := registry(t, pkg, tgz)
+	dir := t.TempDir()
+	const servers = 4
+	codes := make(chan int, servers)
+	for range servers {
+		go func() {
+			app := &App{molstar: newMolstar(Config{AssetDir: dir, Registry: reg.URL, Logger: quiet()}, pkg)}
+			codes <- get(t, app, "/web/molstar/0.0.1/molstar.js").Code
+		}()
+	}
+	for range servers {
+		if code := <-codes; code != http.StatusOK {
+			t.Errorf("a server answered %d", code)
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, " ") != "molstar-0.0.1 molstar-0.0.1.tgz" {
+		t.Errorf("the folder holds %v", names)
+	}
+}

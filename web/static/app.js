@@ -65,7 +65,8 @@ const fmtValue = v => (typeof v === "number" ? (Number.isInteger(v) ? String(v) 
 function pill(status) { return h("span", { class: `pill ${status}` }, status); }
 
 function progressBar(job) {
-  const fraction = job.progress ?? (job.total ? job.done / job.total : null);
+  // Without a fraction from the engine, done of total is one; none done yet is unknown.
+  const fraction = job.progress ?? (job.done ? job.done / job.total : null);
   const active = !TERMINAL.has(job.status);
   const pct = job.status === "succeeded" ? 100 : Math.round((fraction ?? 0) * 100);
   return h("div", { class: `bar${active && fraction === null ? " indeterminate" : ""}`, role: "progressbar",
@@ -557,8 +558,8 @@ function structureView(signal) {
   const legend = h("div", { class: "legend", "aria-label": "pLDDT colours" },
     h("b", {}, "pLDDT"), PLDDT_BANDS.map(b => h("span", { style: `--c:#${b.colour.toString(16).padStart(6, "0")}` }, b.label)));
   const viewer = new Viewer(element);
-  const card = h("section", { class: "card" }, title, picker,
-    h("div", { class: "viewer-wrap" }, h("div", {}, element, legend, status), paeBox));
+  const wrap = h("div", { class: "viewer-wrap" }, h("div", {}, element, legend, status), paeBox);
+  const card = h("section", { class: "card" }, title, picker, wrap);
 
   async function show(label, structure, pae) {
     title.textContent = `Structure: ${label}`;
@@ -572,6 +573,7 @@ function structureView(signal) {
       status.textContent = `The viewer could not show ${structure.path}: ${err.message}`;
     }
     paeBox.hidden = !pae;
+    wrap.classList.toggle("single", !pae);
     if (pae) {
       try {
         const arrays = await readNPZ(await (await download(pae.url, signal)).arrayBuffer());
