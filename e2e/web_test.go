@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"regexp"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"github.com/chaperone-bio/chaperone/api"
 	"github.com/chaperone-bio/chaperone/app"
 	"github.com/chaperone-bio/chaperone/engine/enginetest"
+	"github.com/chaperone-bio/chaperone/job"
 )
 
 var jobHash = regexp.MustCompile(`#/job/([\w-]+)$`)
@@ -25,11 +28,26 @@ func (b *browser) submitted() string {
 	return jobHash.FindStringSubmatch(hash)[1]
 }
 
+// openPage starts a server with the web engines and opens its page in a fresh browser of
+// the given window size.
+func openPage(t *testing.T, width, height int) (*server, *browser) {
+	t.Helper()
+	s := startServer(t, withWebEngines(t))
+	b := openBrowser(t, s, width, height)
+	b.open("/")
+	return s, b
+}
+
+// submitPrediction fills in and sends the prediction form.
+func (b *browser) submitPrediction(model, input, name string) {
+	b.t.Helper()
+	b.run("submit a prediction", setValue("#predict-model", model), setValue("#predict-input", input),
+		setValue("#predict-name", name), click("#main form button[type=submit]"))
+}
+
 func TestWebPredictionFromSubmitToViewer(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, withWebEngines(t))
-	b := openBrowser(t, s, 1280, 1000)
-	b.open("/")
+	s, b := openPage(t, 1280, 1000)
 	mustf(t, strings.Contains(b.text("#predict-model"), "Boltz-2"), "the model list lacks Boltz-2")
 	mustf(t, strings.Contains(b.text("#predict-model"), "unavailable"), "unavailable models are not marked")
 	b.screenshot("home")
@@ -78,26 +96,22 @@ func TestWebPredictionFromSubmitToViewer(t *testing.T) {
 
 func TestWebShowsAProblemNextToItsField(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, withWebEngines(t))
-	b := openBrowser(t, s, 1280, 900)
-	b.open("/")
-	b.run("submit a bad sequence", setValue("#predict-model", "boltz2"), setValue("#predict-input", "MKX1"), click("#main form button[type=submit]"))
+	s, b := openPage(t, 1280, 900)
+	b.submitPrediction("boltz2", "MKX1", "bad")
 	got := b.text("#predict-input-error")
 	mustf(t, strings.HasPrefix(got, "sequence: position 4"), "the error beside the input reads %q", got)
 	var invalid string
 	b.eval(`document.getElementById("predict-input").getAttribute("aria-invalid")`, &invalid)
 	mustf(t, invalid == "true", "the input is not marked invalid")
 	b.screenshot("field-error")
+	b.expectNoProblems(s.URL + "/v1/predictions") // the 400 itself
 }
 
 func TestWebCancelAndDelete(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, withWebEngines(t))
-	b := openBrowser(t, s, 1280, 900)
-	b.open("/")
-	b.run("submit a job that hangs", setValue("#predict-model", "esmfold2"), setValue("#predict-input", "MKTAYIAKQRQ"),
-		setValue("#predict-name", "hang"), click("#main form button[type=submit]"))
-	b.submitted()
+	s, b := openPage(t, 1280, 900)
+	b.submitPrediction("esmfold2", "MKTAYIAKQRQ", enginetest.Hang)
+	id := b.submitted()
 	b.waitJS("the job runs", `document.querySelector(".card .pill")?.textContent === "running"`)
 	b.waitJS("the log follows the run", `document.getElementById("log").textContent.includes("started")`)
 	b.screenshot("running")
@@ -106,14 +120,14 @@ func TestWebCancelAndDelete(t *testing.T) {
 	b.run("delete", click("#delete"), click("#delete"))
 	b.waitJS("the page returns to the list", `location.hash === "#/"`)
 	b.waitJS("the list is empty", `!!document.querySelector("#main .empty")`)
+	_, err := s.Store.GetJobSummary(context.Background(), id)
+	mustf(t, errors.Is(err, job.ErrNotFound), "the deleted job is still stored: %v", err)
 	b.expectNoProblems()
 }
 
 func TestWebDesignOpensInTheViewer(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, withWebEngines(t))
-	b := openBrowser(t, s, 1280, 1000)
-	b.open("/")
+	_, b := openPage(t, 1280, 1000)
 	b.run("fill in a design", click("#tab-design"), setValue("#design-protocol", "protein-anything"),
 		setValue("#design-spec", "entities:\n  - protein:\n      id: B\n      sequence: 80..140\n"), click("#main form button[type=submit]"))
 	b.submitted()
@@ -133,9 +147,7 @@ func TestWebDesignOpensInTheViewer(t *testing.T) {
 
 func TestWebEmbeddingPlotsPooledVectors(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, withWebEngines(t))
-	b := openBrowser(t, s, 390, 844) // a phone's width
-	b.open("/")
+	_, b := openPage(t, 390, 844) // a phone's width
 	b.run("fill in an embedding", click("#tab-embed"), setValue("#embed-model", "esmc-300m"),
 		setValue("#embed-input", ">alpha\nMKTAYIAKQRQISFVK\n>beta\nMVHLTPEEKSAVTALW\n>gamma\nGSGSGSPEPTIDE\n"), click("#main form button[type=submit]"))
 	b.submitted()
@@ -155,8 +167,7 @@ func TestWebSessionsSeeOnlyTheirOwnJobs(t *testing.T) {
 	s := startServer(t, withWebEngines(t))
 	first, second := openBrowser(t, s, 1000, 800), openBrowser(t, s, 1000, 800)
 	first.open("/")
-	first.run("submit", setValue("#predict-model", "esmfold2"), setValue("#predict-input", "MKTAYIAKQRQ"),
-		setValue("#predict-name", "hang"), click("#main form button[type=submit]"))
+	first.submitPrediction("esmfold2", "MKTAYIAKQRQ", enginetest.Hang)
 	id := first.submitted()
 	first.open("/#/jobs")
 	first.waitJS("the first browser lists its job", `document.querySelectorAll("#main tbody tr").length === 1`)
