@@ -396,7 +396,7 @@ async function homePage(signal, withForm) {
     main.replaceChildren(jobsCard);
   } else {
     const cat = await catalog();
-    const area = h("div");
+    const area = h("div", { role: "tabpanel" });
     const tabs = h("div", { class: "tabs", role: "tablist" }, KINDS.map(k => h("button", {
       type: "button", role: "tab", id: `tab-${k.kind}`, "aria-selected": "false",
       onclick: () => select(k.kind),
@@ -406,7 +406,11 @@ async function homePage(signal, withForm) {
       },
     }, k.label)));
     const select = kind => {
-      for (const b of tabs.children) b.setAttribute("aria-selected", String(b.id === `tab-${kind}`));
+      for (const b of tabs.children) {
+        b.setAttribute("aria-selected", String(b.id === `tab-${kind}`));
+        b.tabIndex = b.id === `tab-${kind}` ? 0 : -1; // one tab stop; arrows move between tabs
+      }
+      area.setAttribute("aria-labelledby", `tab-${kind}`);
       sessionStorage.setItem("chaperone.tab", kind);
       submitForm(cat, kind, area);
     };
@@ -438,8 +442,10 @@ async function jobPage(id, signal) {
       await sleep(JOB_WAIT * 1000, signal);
       continue;
     }
-    if (r.status === 404) {
-      head.replaceChildren(h("h1", {}, "Job not found"), h("p", {}, "It was deleted, expired, or belongs to another session or key. ", h("a", { href: "#/" }, "Back to your jobs")));
+    if (r.status !== 200) {
+      head.replaceChildren(...(r.status === 404
+        ? [h("h1", {}, "Job not found"), h("p", {}, "It was deleted, expired, or belongs to another session or key. ", h("a", { href: "#/" }, "Back to your jobs"))]
+        : [h("h1", {}, "This job cannot be shown"), h("div", { class: "alert" }, r.data?.detail ?? `The server answered ${r.status}.`)]));
       results.replaceChildren(); logCard.remove();
       return;
     }
