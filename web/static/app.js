@@ -80,16 +80,22 @@ const sleep = (ms, signal) => new Promise(resolve => {
   signal.addEventListener("abort", () => { clearTimeout(t); resolve(); }, { once: true });
 });
 
-// downloadLink fetches through api() when a key is in use: a plain link carries no header.
+// downloadLink is a plain link, but when a key is in use it fetches the file with the key
+// itself, since a followed link carries no header.
 function downloadLink(url, label, className) {
-  return h("a", { href: url, download: "", class: className, onclick: async ev => {
+  const link = h("a", { href: url, download: "", class: className, onclick: async ev => {
     if (!sessionStorage.getItem(KEY)) return;
     ev.preventDefault();
-    const blob = await (await download(url)).blob();
-    const a = h("a", { href: URL.createObjectURL(blob), download: url.split("/").pop() });
-    a.click();
-    setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+    try {
+      const blob = await (await download(url)).blob();
+      const a = h("a", { href: URL.createObjectURL(blob), download: url.split("/").pop() });
+      a.click();
+      setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+    } catch (err) {
+      link.title = `The download failed: ${err.message}`;
+    }
   } }, label);
+  return link;
 }
 
 // sortableTable renders rows under columns [{key, label, num}], sorted by a header click;
@@ -424,7 +430,7 @@ async function homePage(signal, withForm) {
 
 async function jobPage(id, signal) {
   const head = h("section", { class: "card" }, h("p", { class: "muted" }, "Loading…"));
-  const logBox = h("pre", { class: "log", id: "log", tabindex: 0, "aria-label": "Run log" }, "(nothing logged yet)");
+  const logBox = h("pre", { class: "log", id: "log", tabindex: 0, "aria-label": "Run log" });
   const logCard = h("section", { class: "card" }, h("h2", {}, "Run log"), logBox);
   const results = h("div");
   main.replaceChildren(head, results, logCard);
@@ -451,7 +457,10 @@ async function jobPage(id, signal) {
     }
     job = r.data;
     clearInterval(clock);
+    // The head is drawn anew on every answer; a keyboard user keeps the button they were on.
+    const focused = head.contains(document.activeElement) ? document.activeElement.id : "";
     renderJobHead(head, job, signal);
+    if (focused) document.getElementById(focused)?.focus();
     if (!TERMINAL.has(job.status)) clock = setInterval(() => renderElapsed(head, job), 1000);
     await followLog(job, log, logBox, signal);
     if (TERMINAL.has(job.status)) {
@@ -688,8 +697,10 @@ async function route() {
   pageAbort = new AbortController();
   const signal = pageAbort.signal;
   const hash = location.hash || "#/";
-  for (const a of document.querySelectorAll(".top nav a")) a.toggleAttribute("aria-current", a.getAttribute("href") === hash);
-  for (const a of document.querySelectorAll(".top nav a")) if (a.hasAttribute("aria-current")) a.setAttribute("aria-current", "page");
+  for (const a of document.querySelectorAll(".top nav a")) {
+    if (a.getAttribute("href") === hash) a.setAttribute("aria-current", "page");
+    else a.removeAttribute("aria-current");
+  }
   const job = /^#\/job\/([\w-]+)$/.exec(hash);
   try {
     if (job) await jobPage(job[1], signal);
