@@ -3,10 +3,13 @@ package e2e
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -110,10 +113,11 @@ func TestWebShowsAProblemNextToItsField(t *testing.T) {
 func TestWebCancelAndDelete(t *testing.T) {
 	t.Parallel()
 	s, b := openPage(t, 1280, 900)
-	b.submitPrediction("esmfold2", "MKTAYIAKQRQ", enginetest.Hang)
+	b.submitPrediction("esmfold2", "MKTAYIAKQRQ", enginetest.Slow+":600") // a minute, reporting progress
 	id := b.submitted()
 	b.waitJS("the job runs", `document.querySelector(".card .pill")?.textContent === "running"`)
-	b.waitJS("the log follows the run", `document.getElementById("log").textContent.includes("started")`)
+	b.waitJS("the progress bar moves", `Number(document.querySelector("[role=progressbar]")?.getAttribute("aria-valuenow")) > 0`)
+	b.waitJS("the log follows the run", `/step [1-9][0-9]*\/600/.test(document.getElementById("log").textContent)`)
 	b.screenshot("running")
 	b.run("cancel", click("#cancel"))
 	b.waitJS("the job is canceled", `document.querySelector(".card .pill")?.textContent === "canceled"`)
@@ -269,4 +273,48 @@ func TestWebSessionIsNotLentToOtherSites(t *testing.T) {
 		s.post("/v1/jobs/"+id+"/cancel", nil, tt.headers...).expect(tt.status)
 	}
 	s.get("/v1/jobs/"+id, cookie, "Sec-Fetch-Site: cross-site").expect(http.StatusOK) // reads are safe
+}
+
+// listRequests sums the server's count of job-list requests from its metrics.
+func listRequests(t *testing.T, s *server) int {
+	t.Helper()
+	res, err := http.Get(s.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, m := range regexp.MustCompile(`chaperone_http_requests_total\{[^}]*route="GET /v1/jobs"[^}]*\} (\d+)`).FindAllSubmatch(body, -1) {
+		v, _ := strconv.Atoi(string(m[1]))
+		n += v
+	}
+	return n
+}
+
+func TestWebJobListFollowsWithoutReloading(t *testing.T) {
+	t.Parallel()
+	s, b := openPage(t, 1280, 900)
+	b.submitPrediction("esmfold2", "MKTAYIAKQRQ", enginetest.Hang)
+	id := b.submitted()
+	b.open("/#/jobs")
+	b.waitJS("the list shows the job running", `document.querySelector("#main tbody .pill")?.textContent === "running"`)
+	before := listRequests(t, s)
+
+	// Another tab, or a script with the same session, cancels the job: the list's hold on
+	// it ends, and the list shows the change without a reload.
+	j, err := s.Store.GetJob(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Store.CancelJob(context.Background(), id, j.Owner, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	b.waitJS("the list shows the job canceled", `document.querySelector("#main tbody .pill")?.textContent === "canceled"`)
+	after := listRequests(t, s)
+	mustf(t, after-before <= 2, "the list was read %d times for one change: a polling loop", after-before)
+	b.expectNoProblems()
 }
