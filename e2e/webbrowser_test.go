@@ -32,7 +32,7 @@ import (
 
 // webAssets is where the tests keep the Mol* tarball: one fetch from the npm registry per
 // machine, not one per test server.
-func webAssets(t *testing.T) string {
+func webAssets() string {
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		dir = os.TempDir()
@@ -45,7 +45,7 @@ func webAssets(t *testing.T) string {
 // design and an embedding model on pictureEngine.
 func withWebEngines(t *testing.T) option {
 	path := boltzStandIn(t)
-	assets := webAssets(t)
+	assets := webAssets()
 	return func(c *app.Config) {
 		c.Engines = []engine.Engine{boltz.New(boltz.Config{MSAServerURL: testMSAServer}),
 			enginetest.New("esmfold2"), pictureEngine{models: []string{"boltzgen", "esmc-300m"}}}
