@@ -20,6 +20,10 @@ import (
 // client cannot forge another session's id.
 const SessionCookie = "chaperone_session"
 
+// sessionLifetime is how long, in seconds, a browser keeps its session cookie: longer
+// than any job is kept, so that closing the browser does not lose sight of one.
+const sessionLifetime = 365 * 24 * 60 * 60
+
 // errBadKey is a key that is present but not valid: 401.
 var errBadKey = errors.New("bad api key")
 
@@ -33,12 +37,40 @@ func (s *Server) owner(r *http.Request) (job.Owner, error) {
 		}
 		return job.Owner{Kind: job.OwnerKey, ID: id}, nil
 	}
-	if c, err := r.Cookie(SessionCookie); err == nil {
-		if id, ok := s.verifySession(c.Value); ok {
-			return job.Owner{Kind: job.OwnerSession, ID: id}, nil
-		}
+	if id, ok := s.session(r); ok {
+		return job.Owner{Kind: job.OwnerSession, ID: id}, nil
 	}
 	return job.Owner{Kind: job.OwnerIP, ID: s.clientIP(r).String()}, nil
+}
+
+// crossOrigin tells a browser's cross-site request from the web app's own, by the
+// Sec-Fetch-Site and Origin headers browsers send.
+var crossOrigin = http.NewCrossOriginProtection()
+
+// session is the id of the request's signed session cookie. A cross-site browser request
+// that would change something does not get the session's authority, so another site cannot
+// forge a cancel or delete in the user's name (cross-site request forgery); it is then
+// owned by its IP, as a cookieless request would be.
+func (s *Server) session(r *http.Request) (string, bool) {
+	c, err := r.Cookie(SessionCookie)
+	if err != nil || crossOrigin.Check(r) != nil {
+		return "", false
+	}
+	return s.verifySession(c.Value)
+}
+
+// Session wraps the web app's page: a browser without a valid session cookie is given
+// one, Secure when the page is served over TLS, so that its jobs belong to it alone.
+func (s *Server) Session(page http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := s.session(r); !ok {
+			c := s.NewSession()
+			c.Secure = r.TLS != nil || strings.HasPrefix(s.publicURL, "https://")
+			c.MaxAge = sessionLifetime
+			http.SetCookie(w, c)
+		}
+		page.ServeHTTP(w, r)
+	})
 }
 
 // presentedKey finds a key in Authorization: Bearer or X-API-Key.

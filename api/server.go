@@ -122,6 +122,10 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /metrics", s.metrics.handler())
 }
 
+// Handle serves pattern with h beside the API, with the API's request ids, metrics and
+// problem answers for unmatched paths; the web app is mounted so.
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
 // ServeHTTP adds a request id, recovers panics, records metrics, and turns the mux's own
 // plain-text 404 and 405 into problems.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -1,5 +1,5 @@
 // Package app assembles a chaperone server from its parts: the store, the artifact store,
-// the HTTP API, the reaper and the in-process worker. The stores are inputs: the caller
+// the HTTP API, the web app, the reaper and the in-process worker. The stores are inputs: the caller
 // opens them (OpenStores opens the embedded defaults) and closes them after the server.
 // cmd/chaperone fills its Config from flags and environment; end-to-end tests fill it
 // directly.
@@ -33,6 +33,7 @@ import (
 	"github.com/chaperone-bio/chaperone/job"
 	"github.com/chaperone-bio/chaperone/store"
 	"github.com/chaperone-bio/chaperone/store/sqlite"
+	"github.com/chaperone-bio/chaperone/web"
 	"github.com/chaperone-bio/chaperone/worker"
 	"github.com/chaperone-bio/chaperone/worker/backend"
 )
@@ -57,6 +58,9 @@ type Config struct {
 	WorkerID string // default "local-<hostname>"
 	Engines  []engine.Engine
 	Tools    engine.Tools
+	// WebAssets is the folder of the files the web app fetches (the Mol* viewer); default
+	// <DataDir>/web.
+	WebAssets string
 	// MSAServerURL is the alignment server the engines were configured with, shown in the
 	// catalog; default engine.DefaultMSAServer.
 	MSAServerURL string
@@ -158,6 +162,9 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		SessionSecret:  secret,
 		WorkerTTL:      cfg.LeaseTTL,
 	})
+	webapp := web.New(web.Config{AssetDir: cfg.WebAssets, Logger: log})
+	srv.Handle("GET /{$}", srv.Session(webapp.Page()))
+	srv.Handle("GET /web/", webapp)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s: %w", cfg.Addr, err)
@@ -252,6 +259,9 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.DataDir == "" {
 		cfg.DataDir = DefaultDataDir
+	}
+	if cfg.WebAssets == "" {
+		cfg.WebAssets = filepath.Join(cfg.DataDir, "web")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

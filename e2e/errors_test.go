@@ -18,7 +18,7 @@ func TestEveryErrorIsAProblem(t *testing.T) {
 	}{
 		{"unknown path", "GET", "/v2/nothing", nil, 404, "not-found"},
 		{"unknown path under v1", "GET", "/v1/jobs/abc/unknown", nil, 404, "not-found"},
-		{"root", "GET", "/", nil, 404, "not-found"},
+		{"beside the web app", "GET", "/index.html", nil, 404, "not-found"},
 		{"malformed job id", "GET", "/v1/jobs/not-a-job", nil, 404, "not-found"},
 		{"unknown job id", "GET", "/v1/jobs/0123456789abcdef0123456789abcdef", nil, 404, "not-found"},
 		{"wrong method on a create", "GET", "/v1/predictions", nil, 405, "method-not-allowed"},
