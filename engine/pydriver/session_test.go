@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/pydriver/pydrivertest"
+	"github.com/chaperone-bio/chaperone/engine/toolkit/npy"
 	"github.com/chaperone-bio/chaperone/job"
 	"github.com/chaperone-bio/chaperone/worker/proc"
 )
@@ -298,5 +301,28 @@ func TestRunServesOneJobWithADriverOfItsOwn(t *testing.T) {
 	pydrivertest.CheckNPZ(t, filepath.Join(run.WorkDir, "seq1.npz"), true, "MKTAYIAKQR", "mean", 1280)
 	if len(out.Files) != 2 {
 		t.Errorf("files %v; want two npz", out.Files)
+	}
+}
+
+func TestAFoldTakesTheJobsSeedAndWritesThePAEAskedFor(t *testing.T) {
+	t.Parallel()
+	log := newLog("")
+	run := newRun(t, catalogJob(t, job.PredictKind, `{"model": "esmfold2", "name": "x", "sequence": "MKTAYIAK",
+		"params": {"seed": 7, "write_pae": true}}`), log)
+	run.Tools = engine.Tools{"esm": pydrivertest.Interpreter(t, t.TempDir())}
+	out, err := ESM(Config{}).Run(t.Context(), run)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	if !strings.Contains(log.String(), "standin: fold seed 7") {
+		t.Errorf("the fold was not seeded with 7:\n%s", log)
+	}
+	i := slices.IndexFunc(out.Files, func(f engine.File) bool { return f.Path == "target1_pae.npz" })
+	if i < 0 || out.Files[i].Type != job.ArtifactPAE {
+		t.Fatalf("no target1_pae.npz of type pae in %v", out.Files)
+	}
+	arrays, err := npy.ReadNPZ(out.Files[i].Local)
+	if err != nil || arrays["pae"] == nil || !reflect.DeepEqual(arrays["pae"].Shape, []int{8, 8}) {
+		t.Errorf("target1_pae.npz: %v, %v; want pae of 8 x 8 tokens", arrays, err)
 	}
 }
