@@ -23,7 +23,7 @@ func (s *Server) createPrediction(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) createDesign(w http.ResponseWriter, r *http.Request) {
-	s.create(w, r, decodeThen(s.cat.NewDesign))
+	s.create(w, r, s.cat.DecodeDesign)
 }
 
 func (s *Server) createEmbedding(w http.ResponseWriter, r *http.Request) {

@@ -557,3 +557,11 @@ func TestNewEmbedRejects(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+func TestDecodeDesignNamesAnUnknownProtocolFirst(t *testing.T) {
+	t.Parallel()
+	_, err := Default().DecodeDesign([]byte(`{"protocol": "pxdesign-binder", "structure": "x", "chains": "A", "binder_length": 80}`))
+	wantInvalid(t, err, "protocol", `unknown protocol "pxdesign-binder"; valid protocols are protein-anything`)
+	_, err = Default().DecodeDesign([]byte(`{"protocol": "rfd3-binder", "chains": "A"}`))
+	wantInvalid(t, err, "chains", "unknown field")
+}
