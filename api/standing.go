@@ -86,35 +86,33 @@ func (s *Server) queueOf(ctx context.Context, j *store.JobSummary) (*queueJSON, 
 }
 
 // partialOf compares what a succeeded job delivered with what it was asked for: targets
-// that folded against targets sent, designs against num_designs (rfd3, which designs
+// that folded against targets sent (each has a row, failed or not), designs against num_designs (rfd3, which designs
 // exactly that many) or budget (BoltzGen, which keeps at most that many after filtering).
 // An embedding job is all or nothing.
 func (s *Server) partialOf(ctx context.Context, j *store.JobSummary) (*partialJSON, error) {
-	var requested int
-	switch j.Kind {
-	case job.PredictKind:
-		requested = j.Total
-	case job.DesignKind:
-		key := "num_designs"
-		if _, ok := j.Params["budget"]; ok {
-			key = "budget"
-		}
-		requested = intParam(j.Params[key])
-	default:
+	if j.Kind == job.EmbedKind {
 		return nil, nil
 	}
 	full, err := s.store.GetJob(ctx, j.ID)
 	if err != nil || full.Results == nil {
 		return nil, err
 	}
-	delivered := len(full.Results.Designs)
-	if j.Kind == job.PredictKind {
-		delivered = 0
+	var delivered, requested int
+	switch j.Kind {
+	case job.PredictKind:
+		// Every target has a row, failed or not.
+		requested = len(full.Results.Rows)
 		for _, row := range full.Results.Rows {
 			if row.Status == job.RowOK {
 				delivered++
 			}
 		}
+	case job.DesignKind:
+		key := "num_designs"
+		if _, ok := j.Params["budget"]; ok {
+			key = "budget"
+		}
+		requested, delivered = intParam(j.Params[key]), len(full.Results.Designs)
 	}
 	if delivered >= requested {
 		return nil, nil
