@@ -23,7 +23,7 @@ func (s *Server) createPrediction(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) createDesign(w http.ResponseWriter, r *http.Request) {
-	s.create(w, r, decodeThen(s.cat.NewDesign))
+	s.create(w, r, s.cat.DecodeDesign)
 }
 
 func (s *Server) createEmbedding(w http.ResponseWriter, r *http.Request) {
@@ -124,11 +124,17 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, validate func([]
 // body cap) would otherwise stay in memory for the whole hold.
 func (s *Server) answerCreate(w http.ResponseWriter, r *http.Request, j *job.Job, status int) {
 	sum := store.SummaryOf(j)
-	view := jobView(sum)
+	view := s.jobDetail(r.Context(), sum)
+	warnings, err := s.warningsOf(r.Context(), j)
+	if err != nil {
+		s.log.WarnContext(r.Context(), "create: working out warnings", "job", j.ID, "error", err.Error())
+	}
+	view.Warnings = warnings
 	w.Header().Set("Location", "/v1/jobs/"+j.ID)
 	s.hold(w, r, sum, func(w http.ResponseWriter, r *http.Request, final *store.JobSummary, held bool, err error) {
-		if err == nil {
-			view = jobView(final)
+		if err == nil && held {
+			view = s.jobDetail(r.Context(), final)
+			view.Warnings = warnings
 		}
 		if held {
 			w.Header().Set("Preference-Applied", "wait")
@@ -297,7 +303,7 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 		if held {
 			w.Header().Set("Preference-Applied", "wait")
 		}
-		writeJSON(w, http.StatusOK, jobView(final))
+		writeJSON(w, http.StatusOK, s.jobDetail(r.Context(), final))
 	})
 }
 
@@ -416,6 +422,11 @@ type jobJSON struct {
 	FinishedAt   *string        `json:"finished_at"`
 	ResultsReady bool           `json:"results_ready"`
 	Links        jobLinks       `json:"links"`
+	// The rest appear only on one job's own view (jobDetail), and only where they apply.
+	WaitingForDevice bool         `json:"waiting_for_device,omitempty"`
+	Queue            *queueJSON   `json:"queue,omitempty"`
+	Partial          *partialJSON `json:"partial,omitempty"`
+	Warnings         []string     `json:"warnings,omitempty"`
 }
 
 type jobLinks struct {

@@ -269,5 +269,10 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 	for m := range live.models {
 		avail[m] = true
 	}
-	writeJSON(w, http.StatusOK, s.cat.Document(avail))
+	walls, err := s.store.MeasuredWalls(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.cat.Document(avail, walls))
 }

@@ -15,11 +15,14 @@ type CatalogDoc struct {
 
 // ModelDoc describes one model.
 type ModelDoc struct {
-	ID           string              `json:"id"`
-	Kind         job.Kind            `json:"kind"`
-	Name         string              `json:"name"`
-	Available    bool                `json:"available"`
-	MaxResidues  int                 `json:"max_residues"`
+	ID          string   `json:"id"`
+	Kind        job.Kind `json:"kind"`
+	Name        string   `json:"name"`
+	Available   bool     `json:"available"`
+	MaxResidues int      `json:"max_residues"`
+	// MeasuredWall is the largest input this server has run the model on to a result; null
+	// until it has one. max_residues is what is accepted, this is the track record.
+	MeasuredWall *int                `json:"measured_wall"`
 	Capabilities Capabilities        `json:"capabilities"`
 	DModel       int                 `json:"d_model,omitempty"` // embedding models only
 	Fast         string              `json:"fast"`
@@ -58,9 +61,9 @@ type LimitsDoc struct {
 }
 
 // Document is the catalog as GET /v1/models shows it; available says which model ids a live
-// worker can run now. Models and protocols keep catalog order, and encoding/json sorts the
+// worker can run now, and walls the largest input each has run (store.History). Models and protocols keep catalog order, and encoding/json sorts the
 // param keys, so the same catalog always encodes to the same bytes.
-func (c *Catalog) Document(available map[string]bool) CatalogDoc {
+func (c *Catalog) Document(available map[string]bool, walls map[string]int) CatalogDoc {
 	d := CatalogDoc{
 		Object:     "catalog",
 		APIVersion: APIVersion,
@@ -82,6 +85,7 @@ func (c *Catalog) Document(available map[string]bool) CatalogDoc {
 			Name:         m.Name,
 			Available:    available[m.ID],
 			MaxResidues:  m.MaxResidues,
+			MeasuredWall: measuredWall(walls, m.ID),
 			Capabilities: m.Capabilities,
 			DModel:       m.DModel,
 			Fast:         m.Fast,
@@ -98,6 +102,14 @@ func (c *Catalog) Document(available map[string]bool) CatalogDoc {
 		})
 	}
 	return d
+}
+
+func measuredWall(walls map[string]int, model string) *int {
+	n, ok := walls[model]
+	if !ok {
+		return nil
+	}
+	return &n
 }
 
 func paramDocs(ps []Param) map[string]ParamDoc {

@@ -10,11 +10,11 @@ import (
 )
 
 // documentJSON is the catalog document as a client reads it.
-func documentJSON(t *testing.T, available map[string]bool) map[string]any {
+func documentJSON(t *testing.T, available map[string]bool, walls map[string]int) map[string]any {
 	t.Helper()
 	c := Default()
 	c.MSAServer = "https://msa.example.org"
-	b, err := json.Marshal(c.Document(available))
+	b, err := json.Marshal(c.Document(available, walls))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func keys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }
 
 func TestDocumentShape(t *testing.T) {
 	t.Parallel()
-	doc := documentJSON(t, map[string]bool{"boltz2": true, "esmc-300m": true, "nope": true})
+	doc := documentJSON(t, map[string]bool{"boltz2": true, "esmc-300m": true, "nope": true}, map[string]int{"boltz2": 311})
 	if got, want := keys(doc), []string{"api_version", "limits", "models", "msa_server", "object", "protocols"}; !slices.Equal(got, want) {
 		t.Fatalf("top-level keys %v, want %v", got, want)
 	}
@@ -42,15 +42,19 @@ func TestDocumentShape(t *testing.T) {
 		m := raw.(map[string]any)
 		id := m["id"].(string)
 		ids = append(ids, id)
-		want := []string{"available", "capabilities", "fast", "id", "kind", "max_residues", "name", "params"}
+		want := []string{"available", "capabilities", "fast", "id", "kind", "max_residues", "measured_wall", "name", "params"}
 		if m["kind"] == "embed" {
-			want = []string{"available", "capabilities", "d_model", "fast", "id", "kind", "max_residues", "name", "params"}
+			want = []string{"available", "capabilities", "d_model", "fast", "id", "kind", "max_residues", "measured_wall", "name", "params"}
 		}
 		if got := keys(m); !slices.Equal(got, want) {
 			t.Errorf("%s: keys %v, want %v", id, got, want)
 		}
 		if got, want := m["available"], id == "boltz2" || id == "esmc-300m"; got != want {
 			t.Errorf("%s: available %v, want %v", id, got, want)
+		}
+		// measured_wall is the store's record, null for a model that has run nothing yet.
+		if wall := m["measured_wall"]; (id == "boltz2") != (wall == 311.0) || (id != "boltz2" && wall != nil) {
+			t.Errorf("%s: measured_wall %v", id, wall)
 		}
 		capKeys := []string{"affinity", "constraints", "cyclic", "ligands", "modified_residues", "msa", "nucleic_acids", "pae", "templates"}
 		if got := keys(m["capabilities"].(map[string]any)); !slices.Equal(got, capKeys) {
@@ -97,7 +101,7 @@ func TestDocumentShape(t *testing.T) {
 
 func TestDocumentLimits(t *testing.T) {
 	t.Parallel()
-	limits := documentJSON(t, nil)["limits"].(map[string]any)
+	limits := documentJSON(t, nil, nil)["limits"].(map[string]any)
 	want := map[string]float64{
 		"residue_ceiling": 1024, "chains_per_complex": 20, "ligands_per_complex": 20, "constraints_per_complex": 50,
 		"targets_per_job": 100, "max_content_chars": 1_000_000, "structure_chars": 700_000,
@@ -121,7 +125,7 @@ func TestDocumentLimits(t *testing.T) {
 
 func TestDocumentParams(t *testing.T) {
 	t.Parallel()
-	models := documentJSON(t, nil)["models"].([]any)
+	models := documentJSON(t, nil, nil)["models"].([]any)
 	find := func(id string) map[string]any {
 		for _, m := range models {
 			if m.(map[string]any)["id"] == id {
@@ -151,9 +155,9 @@ func TestDocumentParams(t *testing.T) {
 
 func TestDocumentIsDeterministic(t *testing.T) {
 	t.Parallel()
-	first, _ := json.Marshal(Default().Document(map[string]bool{"rfd3": true}))
+	first, _ := json.Marshal(Default().Document(map[string]bool{"rfd3": true}, nil))
 	for range 5 {
-		again, _ := json.Marshal(Default().Document(map[string]bool{"rfd3": true}))
+		again, _ := json.Marshal(Default().Document(map[string]bool{"rfd3": true}, nil))
 		if !bytes.Equal(first, again) {
 			t.Fatal("two encodings of the same catalog differ")
 		}
@@ -162,13 +166,13 @@ func TestDocumentIsDeterministic(t *testing.T) {
 
 func TestLimitsSetTakesEveryDocumentedName(t *testing.T) {
 	t.Parallel()
-	for name := range documentJSON(t, nil)["limits"].(map[string]any) {
+	for name := range documentJSON(t, nil, nil)["limits"].(map[string]any) {
 		l := DefaultLimits()
 		if err := l.Set(name, 7); err != nil {
 			t.Errorf("Set(%q, 7): %v", name, err)
 			continue
 		}
-		b, _ := json.Marshal(New(l).Document(nil))
+		b, _ := json.Marshal(New(l).Document(nil, nil))
 		var doc struct{ Limits map[string]any }
 		if err := json.Unmarshal(b, &doc); err != nil {
 			t.Fatal(err)

@@ -120,8 +120,10 @@ const (
 )
 
 // predictParams are the params of a prediction model. recycles and steps are the model's
-// own recycling and diffusion step counts, used when the caller omits those keys.
-func predictParams(id string, msa msaUse, recycles, steps int) []Param {
+// own recycling and diffusion step counts, used when the caller omits those keys; seed is
+// the tool's documented default seed (Boltz documents none: it takes the reference
+// service's 0), filled in so that the job shows the seed that ran.
+func predictParams(id string, msa msaUse, recycles, steps, seed int) []Param {
 	var msaDesc string
 	switch msa {
 	case msaOn:
@@ -144,8 +146,15 @@ func predictParams(id string, msa msaUse, recycles, steps int) []Param {
 			"Structures sampled per target; the best-ranked one is <target>.cif (or .pdb), the others <target>_sample_<k>.cif."),
 		enumParam("output_format", "cif", []string{"cif", "pdb"}, map[string]string{"mmcif": "cif"},
 			"Structure file format: cif (mmCIF) or pdb; mmcif is accepted as cif."),
+		intParam("seed", 0, maxSeed, seed, "Random seed of the model's sampling; the same seed and input give the same "+
+			"structures. Omit it and "+id+" uses its own "+strconv.Itoa(seed)+"."),
+		boolParam("write_pae", false, "Also write the best sample's token-pair PAE matrix as <target>_pae.npz (array pae, "+
+			"float32 [tokens, tokens], in Å); only for models with the pae capability."),
 	}
 }
+
+// maxSeed is the largest seed every tool takes (a signed 32-bit integer).
+const maxSeed = 2147483647
 
 func models(l Limits) []Model {
 	// Structure-model ceilings: every prediction model folds the platform ceiling of 1024
@@ -162,6 +171,10 @@ func models(l Limits) []Model {
 	boltz2.Affinity, boltz2.Constraints, boltz2.Templates, boltz2.Cyclic = true, true, true, true
 	esmfold2Fast := proteinOnly
 	esmfold2Fast.MSA = false
+	// OpenFold3 computes PAE logits, but its fold writes no PAE matrix (only per-atom pLDDT
+	// and the token-pair PDE).
+	openfold3 := predictCaps
+	openfold3.PAE = false
 
 	budget := intParam("budget", 1, l.BoltzGenDesigns, 10,
 		"Top-ranked designs kept after filtering; never above num_designs (clamped down to it).")
@@ -170,43 +183,43 @@ func models(l Limits) []Model {
 	return []Model{
 		{
 			ID: "boltz2", Kind: job.PredictKind, Name: "Boltz-2", Tool: "boltz", MaxResidues: fold,
-			Capabilities: boltz2, Params: predictParams("boltz2", msaOn, 3, 200),
+			Capabilities: boltz2, Params: predictParams("boltz2", msaOn, 3, 200, 0),
 			Fast: "On: cuEquivariance fused triangle kernels (upstream's default; Boltz uses them on GPUs of " +
 				"compute capability 8.0 or newer); off: --no_kernels. Precision is bf16-mixed either way, as upstream " +
 				"fixes it, and steps and samples are never cut.",
 		},
 		{
 			ID: "esmfold2", Kind: job.PredictKind, Name: "ESMFold2", Tool: "esm", MaxResidues: fold,
-			Capabilities: proteinOnly, Params: predictParams("esmfold2", msaOff, 10, 100),
+			Capabilities: proteinOnly, Params: predictParams("esmfold2", msaOff, 10, 100, 42),
 			Fast: "On: bf16 weights and autocast; off: fp32 throughout.",
 		},
 		{
 			ID: "esmfold2-fast", Kind: job.PredictKind, Name: "ESMFold2 Fast", Tool: "esm", MaxResidues: fold,
-			Capabilities: esmfold2Fast, Params: predictParams("esmfold2-fast", msaNever, 10, 100),
+			Capabilities: esmfold2Fast, Params: predictParams("esmfold2-fast", msaNever, 10, 100, 42),
 			Fast: "On: bf16 weights and autocast; off: fp32 throughout. " +
 				"The model itself is the inference-optimised single-sequence ESMFold2.",
 		},
 		{
 			ID: "protenix-v2", Kind: job.PredictKind, Name: "Protenix v2", Tool: "protenix", MaxResidues: fold,
-			Capabilities: predictCaps, Params: predictParams("protenix-v2", msaOn, 10, 200),
+			Capabilities: predictCaps, Params: predictParams("protenix-v2", msaOn, 10, 200, 101),
 			Fast: "On: bf16 with cuEquivariance triangle kernels (upstream's defaults); off: fp32 with plain PyTorch kernels.",
 		},
 		{
 			ID: "openfold3", Kind: job.PredictKind, Name: "OpenFold3", Tool: "run_openfold", MaxResidues: fold,
-			Capabilities: predictCaps, Params: predictParams("openfold3", msaOn, 3, 200),
+			Capabilities: openfold3, Params: predictParams("openfold3", msaOn, 3, 200, 42),
 			Fast: "On (on a GPU): upstream's DeepSpeed evo attention, plus cuEquivariance triangle kernels where the worker's " +
 				"OpenFold3 has them installed (openfold3[cuequivariance]); off: plain PyTorch kernels. Precision stays " +
 				"at upstream's fp32, and steps and samples are never cut.",
 		},
 		{
 			ID: "opendde", Kind: job.PredictKind, Name: "OpenDDE", Tool: "opendde", MaxResidues: fold,
-			Capabilities: proteinOnly, Params: predictParams("opendde", msaOn, 10, 200),
+			Capabilities: proteinOnly, Params: predictParams("opendde", msaOn, 10, 200, 101),
 			Fast: "On: cuEquivariance triangle kernels; off: plain PyTorch kernels. Both run bf16: upstream's fp32 " +
 				"default needs about twice the memory and would not fit max_residues on one GPU.",
 		},
 		{
 			ID: "opendde-abag", Kind: job.PredictKind, Name: "OpenDDE antibody-antigen", Tool: "opendde", MaxResidues: fold,
-			Capabilities: proteinOnly, Params: predictParams("opendde-abag", msaOn, 10, 200),
+			Capabilities: proteinOnly, Params: predictParams("opendde-abag", msaOn, 10, 200, 101),
 			Fast: "On: cuEquivariance triangle kernels; off: plain PyTorch kernels. Both run bf16: upstream's fp32 " +
 				"default needs about twice the memory and would not fit max_residues on one GPU.",
 		},
@@ -230,7 +243,7 @@ func models(l Limits) []Model {
 			Params: []Param{
 				intParam("num_designs", 1, l.RFD3Designs, 4, "Independent designs for the same structure and contig."),
 				intParam("num_timesteps", 4, 200, 100, "Diffusion steps per design; 200 is cleanest, fewer is faster."),
-				intParam("seed", 0, 2147483647, 42, "Noise seed; the same seed and inputs give the same designs."),
+				intParam("seed", 0, maxSeed, 42, "Noise seed; the same seed and inputs give the same designs."),
 			},
 			Fast: "No fast switch: RFdiffusion3 runs at its default precision. Use fewer num_timesteps to go faster.",
 		},

@@ -46,6 +46,9 @@ func acceptParams(m *Model, raw map[string]json.RawMessage) (map[string]any, err
 	if out["use_msa_server"] == true && !m.Capabilities.MSA {
 		return nil, job.Invalid("params.use_msa_server", "%s is single-sequence only and cannot use an MSA server; omit use_msa_server or send false", m.ID)
 	}
+	if out["write_pae"] == true && !m.Capabilities.PAE {
+		return nil, job.Invalid("params.write_pae", "%s writes no PAE matrix (it lacks the pae capability); omit write_pae or send false", m.ID)
+	}
 	return out, nil
 }
 

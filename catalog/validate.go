@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -116,6 +117,32 @@ func (c *Catalog) targets(in []job.Target) ([]job.Target, error) {
 	return out, nil
 }
 
+// DecodeDesign decodes a design request body and validates it as NewDesign does, naming an
+// unknown protocol before anything else: a request written for a protocol this server
+// does not offer (the reference service's pxdesign-binder, with its chains, binder_length
+// and hotspots) is refused for its protocol, not for the fields that protocol would take.
+func (c *Catalog) DecodeDesign(body []byte) (*job.Job, error) {
+	var probe struct {
+		Protocol any `json:"protocol"`
+	}
+	if json.Unmarshal(body, &probe) == nil {
+		if id, ok := probe.Protocol.(string); ok && id != "" {
+			if _, known := c.Protocol(id); !known {
+				return nil, c.unknownProtocol(id)
+			}
+		}
+	}
+	var r DesignRequest
+	if err := Decode(body, &r); err != nil {
+		return nil, err
+	}
+	return c.NewDesign(&r)
+}
+
+func (c *Catalog) unknownProtocol(id string) error {
+	return job.Invalid("protocol", "unknown protocol %q; valid protocols are %s", id, strings.Join(c.ProtocolIDs(), ", "))
+}
+
 // NewDesign validates a design request and returns the job it creates, without ID, owner,
 // status or times. The job's Model stays empty (the interface shows null for designs); its
 // RunModel is the protocol's model. The structure is read, a BoltzGen spec parsed against
@@ -128,7 +155,7 @@ func (c *Catalog) NewDesign(r *DesignRequest) (*job.Job, error) {
 	}
 	p, ok := c.Protocol(r.Protocol)
 	if !ok {
-		return nil, job.Invalid("protocol", "unknown protocol %q; valid protocols are %s", r.Protocol, strings.Join(c.ProtocolIDs(), ", "))
+		return nil, c.unknownProtocol(r.Protocol)
 	}
 	if r.Model != "" && r.Model != p.Model {
 		if dm, ok := c.Model(r.Model); ok && dm.Kind == job.DesignKind {

@@ -75,7 +75,7 @@ func TestNewPredictJob(t *testing.T) {
 			want: job.Job{
 				Kind: job.PredictKind, Name: "mine", Model: "boltz2", RunModel: "boltz2", Total: 1,
 				Input:  job.Input{Sequence: "MKTAYIAK"},
-				Params: map[string]any{"use_msa_server": true, "fast": true, "diffusion_samples": 1, "output_format": "cif"},
+				Params: map[string]any{"use_msa_server": true, "fast": true, "diffusion_samples": 1, "output_format": "cif", "seed": 0, "write_pae": false},
 			},
 		},
 		{
@@ -84,7 +84,7 @@ func TestNewPredictJob(t *testing.T) {
 			want: job.Job{
 				Kind: job.PredictKind, Model: "esmfold2", RunModel: "esmfold2", Total: 1,
 				Input:  job.Input{Input: ">a\nMK"},
-				Params: map[string]any{"use_msa_server": false, "fast": true, "diffusion_samples": 1, "output_format": "cif"},
+				Params: map[string]any{"use_msa_server": false, "fast": true, "diffusion_samples": 1, "output_format": "cif", "seed": 42, "write_pae": false},
 			},
 		},
 		{
@@ -93,7 +93,7 @@ func TestNewPredictJob(t *testing.T) {
 			want: job.Job{
 				Kind: job.PredictKind, Model: "esmfold2-fast", RunModel: "esmfold2-fast", Total: 1,
 				Input:  job.Input{Sequence: "MK"},
-				Params: map[string]any{"use_msa_server": false, "fast": false, "diffusion_samples": 1, "output_format": "cif"},
+				Params: map[string]any{"use_msa_server": false, "fast": false, "diffusion_samples": 1, "output_format": "cif", "seed": 42, "write_pae": false},
 			},
 		},
 		{
@@ -104,7 +104,7 @@ func TestNewPredictJob(t *testing.T) {
 				Kind: job.PredictKind, Model: "protenix-v2", RunModel: "protenix-v2", Total: 1,
 				Input: job.Input{Sequence: "MK"},
 				Params: map[string]any{"use_msa_server": false, "fast": true, "recycling_steps": 1,
-					"sampling_steps": 500, "diffusion_samples": 1, "output_format": "cif"},
+					"sampling_steps": 500, "diffusion_samples": 1, "output_format": "cif", "seed": 101, "write_pae": false},
 			},
 		},
 		{
@@ -115,7 +115,17 @@ func TestNewPredictJob(t *testing.T) {
 				Kind: job.PredictKind, Model: "boltz2", RunModel: "boltz2", Total: 1,
 				Input: job.Input{Sequence: "MK"},
 				Params: map[string]any{"use_msa_server": true, "fast": true, "recycling_steps": 4,
-					"sampling_steps": 200, "diffusion_samples": 5, "output_format": "pdb"},
+					"sampling_steps": 200, "diffusion_samples": 5, "output_format": "pdb", "seed": 0, "write_pae": false},
+			},
+		},
+		{
+			name: "a seed is kept, clamped into range, and a PAE matrix asked for",
+			body: `{"model": "protenix-v2", "sequence": "MK", "params": {"seed": -5, "write_pae": true}}`,
+			want: job.Job{
+				Kind: job.PredictKind, Model: "protenix-v2", RunModel: "protenix-v2", Total: 1,
+				Input: job.Input{Sequence: "MK"},
+				Params: map[string]any{"use_msa_server": true, "fast": true, "diffusion_samples": 1, "output_format": "cif",
+					"seed": 0, "write_pae": true},
 			},
 		},
 		{
@@ -125,7 +135,7 @@ func TestNewPredictJob(t *testing.T) {
 				Kind: job.PredictKind, Model: "boltz2", RunModel: "boltz2", Total: 1,
 				Input: job.Input{Sequence: "MK"},
 				Params: map[string]any{"use_msa_server": true, "fast": true, "sampling_steps": 500,
-					"diffusion_samples": 1, "output_format": "cif"},
+					"diffusion_samples": 1, "output_format": "cif", "seed": 0, "write_pae": false},
 			},
 		},
 		{
@@ -136,7 +146,7 @@ func TestNewPredictJob(t *testing.T) {
 				Input: job.Input{Targets: []job.Target{
 					{Name: "target1", Content: ">a\nMK"}, {Name: "Lys-1.b_2", Content: "sequences: [{protein: {id: A, sequence: MK}}]"}, {Name: "target3", Content: ">b\nGG"},
 				}},
-				Params: map[string]any{"use_msa_server": true, "fast": true, "diffusion_samples": 1, "output_format": "cif"},
+				Params: map[string]any{"use_msa_server": true, "fast": true, "diffusion_samples": 1, "output_format": "cif", "seed": 42, "write_pae": false},
 			},
 		},
 		{
@@ -145,7 +155,7 @@ func TestNewPredictJob(t *testing.T) {
 			want: job.Job{
 				Kind: job.PredictKind, Model: "boltz2", RunModel: "boltz2", Total: 2,
 				Input:  job.Input{Targets: []job.Target{{Name: "target1", Content: ">x\nMK"}, {Name: "target2", Content: ">y\nMK"}}},
-				Params: map[string]any{"use_msa_server": true, "fast": true, "diffusion_samples": 1, "output_format": "cif"},
+				Params: map[string]any{"use_msa_server": true, "fast": true, "diffusion_samples": 1, "output_format": "cif", "seed": 0, "write_pae": false},
 			},
 		},
 		{
@@ -154,7 +164,7 @@ func TestNewPredictJob(t *testing.T) {
 			want: job.Job{
 				Kind: job.PredictKind, Model: "boltz2", RunModel: "boltz2", Total: 1,
 				Input:  job.Input{Sequence: strings.Repeat("A", 40)},
-				Params: map[string]any{"use_msa_server": true, "fast": true, "diffusion_samples": 1, "output_format": "cif"},
+				Params: map[string]any{"use_msa_server": true, "fast": true, "diffusion_samples": 1, "output_format": "cif", "seed": 0, "write_pae": false},
 			},
 		},
 	}
@@ -211,7 +221,7 @@ func TestNewPredictRejects(t *testing.T) {
 		{"target name too long", `{"targets": [{"name": "` + strings.Repeat("a", 65) + `", "content": "x"}]}`, "targets[0].name", "names are at most 64"},
 		{"job name over its cap", `{"name": "eleven-char", "sequence": "MK"}`, "name", "is 11 characters, over the cap of 10 (name_chars)"},
 		{"unknown param lists the model's params", `{"sequence": "MK", "params": {"recycles": 3}}`, "params.recycles",
-			"unknown param for boltz2; valid params are use_msa_server, fast, recycling_steps, sampling_steps, diffusion_samples, output_format"},
+			"unknown param for boltz2; valid params are use_msa_server, fast, recycling_steps, sampling_steps, diffusion_samples, output_format, seed, write_pae"},
 		{"design params are not prediction params", `{"sequence": "MK", "params": {"num_designs": 3}}`, "params.num_designs", "unknown param"},
 		{"boolean as a string", `{"sequence": "MK", "params": {"fast": "true"}}`, "params.fast", "must be true or false, not a string"},
 		{"boolean as a number", `{"sequence": "MK", "params": {"use_msa_server": 1}}`, "params.use_msa_server", "must be true or false, not a number"},
@@ -222,6 +232,9 @@ func TestNewPredictRejects(t *testing.T) {
 		{"enum of the wrong type", `{"sequence": "MK", "params": {"output_format": 1}}`, "params.output_format", "must be a string, not a number"},
 		{"MSA on a single-sequence model names both", `{"model": "esmfold2-fast", "sequence": "MK", "params": {"use_msa_server": true}}`,
 			"params.use_msa_server", "esmfold2-fast is single-sequence only and cannot use an MSA server"},
+		{"a PAE matrix from a model that writes none names both", `{"model": "openfold3", "sequence": "MK", "params": {"write_pae": true}}`,
+			"params.write_pae", "openfold3 writes no PAE matrix"},
+		{"a fractional seed", `{"sequence": "MK", "params": {"seed": 1.5}}`, "params.seed", "must be an integer, not 1.5"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -544,3 +557,11 @@ func TestNewEmbedRejects(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+func TestDecodeDesignNamesAnUnknownProtocolFirst(t *testing.T) {
+	t.Parallel()
+	_, err := Default().DecodeDesign([]byte(`{"protocol": "pxdesign-binder", "structure": "x", "chains": "A", "binder_length": 80}`))
+	wantInvalid(t, err, "protocol", `unknown protocol "pxdesign-binder"; valid protocols are protein-anything`)
+	_, err = Default().DecodeDesign([]byte(`{"protocol": "rfd3-binder", "chains": "A"}`))
+	wantInvalid(t, err, "chains", "unknown field")
+}

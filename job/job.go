@@ -149,6 +149,24 @@ type Results struct {
 	Artifacts []Artifact      `json:"artifacts"`
 }
 
+// LargestInput is the size of the largest input the job ran to a result: the residues of
+// its largest target that succeeded, or of its longest embedded sequence; 0 for a design,
+// whose size its results do not hold.
+func (r *Results) LargestInput() int {
+	n := 0
+	for _, row := range r.Rows {
+		if row.Status == RowOK {
+			n = max(n, row.NResidues)
+		}
+	}
+	if r.Embedding != nil {
+		for _, s := range r.Embedding.Sequences {
+			n = max(n, s.Length)
+		}
+	}
+	return n
+}
+
 // PredictionRow is one target of a prediction job, with the same keys for every model
 // (decisions: Results).
 type PredictionRow struct {

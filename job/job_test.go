@@ -140,3 +140,23 @@ func TestPredictionRowJSON(t *testing.T) {
 		})
 	}
 }
+
+func TestLargestInput(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		r    Results
+		want int
+	}{
+		{"nothing", Results{}, 0},
+		{"the largest target that succeeded", Results{Rows: []PredictionRow{
+			{Status: RowOK, NResidues: 120}, {Status: RowFailed, NResidues: 900}, {Status: RowOK, NResidues: 300}}}, 300},
+		{"the longest embedded sequence", Results{Embedding: &Embedding{Sequences: []EmbeddedSequence{{Length: 7}, {Length: 40}}}}, 40},
+		{"a design holds no size", Results{Designs: []Design{{ID: "d1", Sequence: "MKV"}}}, 0},
+	}
+	for _, tt := range tests {
+		if got := tt.r.LargestInput(); got != tt.want {
+			t.Errorf("%s: LargestInput = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}

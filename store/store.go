@@ -14,6 +14,7 @@ import (
 type Store interface {
 	Jobs
 	Queue
+	History
 	Workers
 	Keys
 	// Watch returns a channel that receives a value whenever what a JobSummary of the job
@@ -177,6 +178,19 @@ type Queue interface {
 	ReleaseWorker(ctx context.Context, workerID string, now time.Time, maxAttempts int) ([]Recovered, error)
 	// QueueDepth counts queued jobs.
 	QueueDepth(ctx context.Context) (int, error)
+}
+
+// History is what the store can tell of the work it holds and has held, for callers that
+// want to know how a job stands or what a model has done.
+type History interface {
+	// OwnersAhead counts the other owners who hold a queued job of the queued job id's run
+	// model that LeaseJob would pick before it, going by the lease order (fewest running
+	// jobs first, then the oldest; a worker's loaded models aside). 0 for a job that is not
+	// queued; job.ErrNotFound for an unknown id.
+	OwnersAhead(ctx context.Context, id string) (int, error)
+	// MeasuredWalls returns, per run model, the largest input (Results.LargestInput) of any
+	// job that succeeded with it. The figure outlives the jobs it came from.
+	MeasuredWalls(ctx context.Context) (map[string]int, error)
 }
 
 // Recovered is one attempt that RecoverExpired or ReleaseWorker ended: the job is queued

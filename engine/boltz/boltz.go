@@ -63,7 +63,8 @@ func New(cfg Config) *Engine {
 		Install:    `Boltz-2 (pip install "boltz[cuda]")`,
 		Subcommand: []string{"predict"},
 		Options: []string{"--out_dir", "--accelerator", "--recycling_steps", "--sampling_steps", "--diffusion_samples",
-			"--output_format", "--override", "--use_msa_server", "--msa_server_url", "--no_kernels"},
+			"--output_format", "--override", "--use_msa_server", "--msa_server_url", "--no_kernels", "--seed",
+			"--write_full_pae", "--write_full_pde"},
 		Needs: "Boltz 2 (pip install -U boltz)",
 	}}
 }
@@ -144,6 +145,11 @@ func (p *prediction) WriteInputs() error {
 	return nil
 }
 
+// defaultSeed is the seed of a job stored before seeds were params. Boltz documents no
+// default (it draws one at random), so this is the catalog's, which the reference service
+// also uses.
+const defaultSeed = 0
+
 // Command is boltz predict over the folder of inputs; the run's clock starts here.
 func (p *prediction) Command() engine.Command {
 	format := "mmcif"
@@ -155,7 +161,11 @@ func (p *prediction) Command() engine.Command {
 		accelerator = "gpu"
 	}
 	args := []string{"predict", p.inputs, "--out_dir", p.out, "--accelerator", accelerator,
-		"--diffusion_samples", strconv.Itoa(p.params.DiffusionSamples), "--output_format", format, "--override"}
+		"--diffusion_samples", strconv.Itoa(p.params.DiffusionSamples), "--output_format", format, "--override",
+		"--seed", strconv.Itoa(p.params.SeedOr(defaultSeed))}
+	if p.params.WritePAE {
+		args = append(args, "--write_full_pae", "--write_full_pde")
+	}
 	// Steps the caller left out are Boltz's own (3 recycles, 200 sampling steps).
 	if v := p.params.RecyclingSteps; v != nil {
 		args = append(args, "--recycling_steps", strconv.Itoa(*v))
@@ -183,7 +193,7 @@ func (p *prediction) Results(exit error) (*engine.Output, error) {
 		ext = "pdb"
 	}
 	o := &outcome{dir: filepath.Join(p.out, "boltz_results_inputs"), ext: ext, samples: p.params.DiffusionSamples,
-		mon: p.mon, crash: exit, wall: time.Since(p.started)}
+		writePAE: p.params.WritePAE, mon: p.mon, crash: exit, wall: time.Since(p.started)}
 	results := make([]*result, len(p.targets))
 	for i, t := range p.targets {
 		results[i] = o.read(t)

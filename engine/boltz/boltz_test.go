@@ -166,12 +166,12 @@ func TestRunOneProtein(t *testing.T) {
 
 	args := h.args()
 	for _, want := range []string{"--accelerator cpu", "--diffusion_samples 1", "--output_format mmcif", "--override",
-		"--use_msa_server --msa_server_url " + server} {
+		"--use_msa_server --msa_server_url " + server, "--seed 0"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("args %q lack %q", args, want)
 		}
 	}
-	for _, absent := range []string{"--recycling_steps", "--sampling_steps", "--no_kernels"} {
+	for _, absent := range []string{"--recycling_steps", "--sampling_steps", "--no_kernels", "--write_full_pae"} {
 		if strings.Contains(args, absent) {
 			t.Errorf("args %q have %s, which the job left to Boltz", args, absent)
 		}
@@ -233,9 +233,10 @@ func TestRunParams(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	out := h.mustRun(newJob(t, `{"sequence": "MKTAYIAK", "params": {"recycling_steps": 4, "sampling_steps": 50,
-		"diffusion_samples": 3, "output_format": "pdb", "fast": false, "use_msa_server": false}}`))
+		"diffusion_samples": 3, "output_format": "pdb", "fast": false, "use_msa_server": false, "seed": 7, "write_pae": true}}`))
 	args := h.args()
-	for _, want := range []string{"--recycling_steps 4", "--sampling_steps 50", "--diffusion_samples 3", "--output_format pdb", "--no_kernels"} {
+	for _, want := range []string{"--recycling_steps 4", "--sampling_steps 50", "--diffusion_samples 3", "--output_format pdb", "--no_kernels",
+		"--seed 7", "--write_full_pae --write_full_pde"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("args %q lack %q", args, want)
 		}
@@ -255,6 +256,15 @@ func TestRunParams(t *testing.T) {
 		if got[p] != job.ArtifactStructure {
 			t.Errorf("no structure %s in %v", p, got)
 		}
+	}
+	// write_pae: the best sample's PAE and PDE, token by token, as <target>_pae.npz.
+	i := slices.IndexFunc(out.Files, func(f engine.File) bool { return f.Path == "target1_pae.npz" })
+	if i < 0 || out.Files[i].Type != job.ArtifactPAE {
+		t.Fatalf("no target1_pae.npz of type pae in %v", got)
+	}
+	arrays, err := npy.ReadNPZ(out.Files[i].Local)
+	if err != nil || arrays["pae"] == nil || arrays["pde"] == nil || !reflect.DeepEqual(arrays["pae"].Shape, []int{8, 8}) {
+		t.Errorf("target1_pae.npz: %v, %v; want pae and pde of 8 x 8", arrays, err)
 	}
 	// Samples keep Boltz's ranking: the best is the bare name, and the scores fall.
 	var scores []float64

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chaperone-bio/chaperone/engine/toolkit"
+	"github.com/chaperone-bio/chaperone/engine/toolkit/npy"
 	"github.com/chaperone-bio/chaperone/job"
 )
 
@@ -42,9 +43,11 @@ type outcome struct {
 	dir     string // <out_dir>/boltz_results_<input folder>
 	ext     string // structure file extension: cif or pdb
 	samples int
-	mon     *monitor
-	crash   error         // boltz exited unsuccessfully
-	wall    time.Duration // how long boltz ran
+	// writePAE asks for the best sample's PAE and PDE as <target>_pae.npz.
+	writePAE bool
+	mon      *monitor
+	crash    error         // boltz exited unsuccessfully
+	wall     time.Duration // how long boltz ran
 }
 
 // result is one target's row and files, and when its loops finished, for runtime_s.
@@ -94,6 +97,11 @@ func (o *outcome) read(t *target) *result {
 			}
 		}
 		r.Row.Samples = k + 1
+	}
+	if o.writePAE {
+		if err := r.paeMatrix(dir, name); err != nil {
+			return fail("write_pae: %v", err)
+		}
 	}
 	// The writer writes a target's files at the end of its batch; the last one written
 	// marks when Boltz was done with it.
@@ -202,4 +210,26 @@ func later(a, b time.Time) time.Time {
 func firstLine(err error) string {
 	s, _, _ := strings.Cut(err.Error(), "\n")
 	return strings.TrimSuffix(s, "; last output:")
+}
+
+// paeMatrix adds the best sample's PAE (and PDE, where Boltz wrote it) as <target>_pae.npz.
+func (r *result) paeMatrix(dir, name string) error {
+	arrays := map[string]*npy.Array{}
+	for _, key := range []string{"pae", "pde"} {
+		file := fmt.Sprintf("%s_%s_model_0.npz", key, name)
+		m, err := npy.ReadNPZ(filepath.Join(dir, file))
+		if err != nil {
+			if key == "pae" {
+				return fmt.Errorf("boltz wrote no readable PAE matrix (%s)", file)
+			}
+			continue
+		}
+		arrays[key] = m[key]
+	}
+	f, err := toolkit.PAEMatrix(dir, name, arrays)
+	if err != nil {
+		return err
+	}
+	r.Files = append(r.Files, f)
+	return nil
 }

@@ -91,6 +91,9 @@ func newJob(t *testing.T, req string) *job.Job {
 	if err := catalog.Decode([]byte(req), &r); err != nil {
 		t.Fatal(err)
 	}
+	if r.Model == "" {
+		r.Model = "openfold3" // the params, seed among them, are openfold3's
+	}
 	j, err := catalog.Default().NewPredict(&r)
 	if err != nil {
 		t.Fatal(err)

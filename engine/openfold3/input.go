@@ -280,6 +280,7 @@ func splitCSV(query string, rows []csvRow, keys []int) (main, paired string) {
 // 200 sampling steps).
 type runnerYAML struct {
 	output         string // experiment_settings.output_dir
+	seed           int    // experiment_settings.seeds, the one seed of the run
 	msaDir         string // msa_computation_settings.msa_output_directory
 	format         string // cif or pdb
 	accelerator    string // gpu or cpu
@@ -289,13 +290,13 @@ type runnerYAML struct {
 	cuEquivariance bool // cuEquivariance triangle kernels
 }
 
-// seed is OpenFold3's default model seed, written out so that a rerun gives the same
-// structures.
+// seed is OpenFold3's default model seed, for a job stored before the catalog filled in its
+// seed param; the seed is always written out, so that a rerun gives the same structures.
 const seed = 42
 
 func (r runnerYAML) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "experiment_settings:\n  mode: predict\n  output_dir: %s\n  seeds: [%d]\n", q(r.output), seed)
+	fmt.Fprintf(&b, "experiment_settings:\n  mode: predict\n  output_dir: %s\n  seeds: [%d]\n", q(r.output), r.seed)
 	b.WriteString("  use_msa_server: false\n  use_templates: false\n")
 	// pae_enabled is upstream's default preset beside predict: without it OpenFold3
 	// writes no ptm, iptm or sample_ranking_score.

@@ -121,3 +121,19 @@ func fileOf(t *testing.T, out *engine.Output, path string) engine.File {
 	t.Fatalf("no artifact %s among %v", path, paths)
 	return engine.File{}
 }
+
+// TestSeed runs with the caller's seed and reads its results from that seed's folder.
+func TestSeed(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Config{})
+	out, err := h.run(newJob(t, `{"sequence": "MKTAYIAK", "params": {"seed": 7, "use_msa_server": false}}`))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, h.log.String())
+	}
+	if log := h.log.String(); !strings.Contains(log, "seeds [7]") {
+		t.Errorf("the run was not seeded with 7:\n%s", log)
+	}
+	if len(out.Rows) != 1 || out.Rows[0].Status != job.RowOK {
+		t.Errorf("rows %+v", out.Rows)
+	}
+}

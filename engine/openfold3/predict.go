@@ -245,7 +245,7 @@ func (p *prediction) writeInputs() error {
 	if err := writeQuerySet(filepath.Join(p.inputs, "queries.json"), p.predicted()); err != nil {
 		return err
 	}
-	r := runnerYAML{output: p.out, msaDir: p.msa, format: p.params.OutputFormat, accelerator: "cpu",
+	r := runnerYAML{output: p.out, seed: p.params.SeedOr(seed), msaDir: p.msa, format: p.params.OutputFormat, accelerator: "cpu",
 		recycles: p.params.RecyclingSteps, samplingSteps: p.params.SamplingSteps,
 		kernels: p.kernels, cuEquivariance: p.cuEquivariance}
 	if p.cfg.GPU {

@@ -78,6 +78,7 @@ func (p *prediction) read(t *target, failed map[string]bool, summary bool, logge
 	if failed[name] {
 		return fail("%s", p.failure(name, logged))
 	}
+	seed := p.params.SeedOr(seed)
 	dir := filepath.Join(p.out, name, fmt.Sprintf("seed_%d", seed))
 	var samples []sample
 	for k := 1; k <= p.params.DiffusionSamples; k++ {

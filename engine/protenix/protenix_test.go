@@ -5,10 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/chaperone-bio/chaperone/engine"
+	"github.com/chaperone-bio/chaperone/engine/toolkit/npy"
 	"github.com/chaperone-bio/chaperone/job"
 )
 
@@ -88,8 +90,9 @@ func TestCommandLine(t *testing.T) {
 		{"protenix plain", New(Config{GPU: true}), `{"fast": false, "recycling_steps": 3, "sampling_steps": 20, "diffusion_samples": 3}`,
 			[]string{"--dtype fp32", "--trimul_kernel torch --triatt_kernel torch", "--cycle 3", "--step 20", "--sample 3"}, nil},
 		{"protenix single-sequence", New(Config{}), `{"use_msa_server": false}`, []string{"--use_msa false"}, nil},
+		{"protenix with the caller's seed", New(Config{}), `{"seed": 7}`, []string{"--seeds 7 "}, nil},
 		{"opendde fast on a GPU", NewOpenDDE(Config{GPU: true}), `{}`,
-			[]string{"--model_name opendde_v1", "--dtype bf16", "--trimul_kernel cuequivariance", "--device cuda"},
+			[]string{"--model_name opendde_v1", "--dtype bf16", "--trimul_kernel cuequivariance", "--device cuda", "--seeds 101 "},
 			[]string{"--msa_server_mode", "--load_checkpoint_path"}},
 		{"opendde plain on the CPU", NewOpenDDE(Config{}), `{"fast": false}`,
 			[]string{"--dtype bf16", "--trimul_kernel torch --triatt_kernel torch", "--device cpu"}, nil},
@@ -147,6 +150,20 @@ func TestSamplesInRankOrder(t *testing.T) {
 	}
 	if got := paths(out.Files); got["pair.pdb"] == "" || got["pair_sample_1.pdb"] == "" || got["pair_sample_2.pdb"] == "" {
 		t.Errorf("files %v", got)
+	}
+}
+
+func TestWritePAE(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	out := h.mustRun(newJob(t, `{"model": "protenix-v2", "sequence": "MKTAYIAK", "params": {"write_pae": true, "diffusion_samples": 2}}`))
+	i := slices.IndexFunc(out.Files, func(f engine.File) bool { return f.Path == "target1_pae.npz" })
+	if i < 0 || out.Files[i].Type != job.ArtifactPAE || out.Files[i].Target != "target1" {
+		t.Fatalf("no target1_pae.npz of type pae in %v", paths(out.Files))
+	}
+	arrays, err := npy.ReadNPZ(out.Files[i].Local)
+	if err != nil || arrays["pae"] == nil || !reflect.DeepEqual(arrays["pae"].Shape, []int{8, 8}) {
+		t.Errorf("target1_pae.npz: %v, %v; want pae of 8 x 8 tokens", arrays, err)
 	}
 }
 

@@ -12,7 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/toolkit"
+	"github.com/chaperone-bio/chaperone/engine/toolkit/npy"
 	"github.com/chaperone-bio/chaperone/engine/toolkit/pdbfile"
 	"github.com/chaperone-bio/chaperone/job"
 )
@@ -63,6 +65,7 @@ type outcome struct {
 	out, pdb string // the tool's output folder, and where converted PDB files go
 	format   string // output_format: cif or pdb
 	samples  int
+	writePAE bool // write_pae: the best sample's token-pair PAE as <target>_pae.npz
 	tool     string
 	mon      *monitor
 	crash    error // the tool exited unsuccessfully
@@ -118,6 +121,13 @@ func (o *outcome) read(t *target) toolkit.Target {
 	best := samples[0].scores
 	if best.PLDDT == nil || best.PTM == nil {
 		return fail("%s's confidence file of the best sample has no finite plddt and ptm", o.tool)
+	}
+	if o.writePAE {
+		f, err := o.paeMatrix(name, samples[0].fullData)
+		if err != nil {
+			return fail("write_pae: %v", err)
+		}
+		r.Files = append(r.Files, f)
 	}
 	plddt := float64(*best.PLDDT) / 100 // the tools write the mean atom pLDDT on 0..100
 	r.Row.Scores = &job.Scores{PLDDT: plddt, PTM: float64(*best.PTM), ComplexPLDDT: &plddt,
@@ -254,4 +264,25 @@ func (o *outcome) runtimes(targets []toolkit.Target, wall time.Duration) {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
 	return strings.TrimSuffix(strings.TrimSpace(line), ":")
+}
+
+// paeMatrix writes the token_pair_pae of the best sample's full data as <target>_pae.npz.
+func (o *outcome) paeMatrix(name, fullData string) (engine.File, error) {
+	var data struct {
+		PAE [][]float64 `json:"token_pair_pae"`
+	}
+	if fullData == "" || toolkit.ReadPythonJSON(fullData, &data) != nil || len(data.PAE) == 0 {
+		return engine.File{}, fmt.Errorf("%s wrote no token_pair_pae for the best sample", o.tool)
+	}
+	n := len(data.PAE)
+	values := make([]float32, 0, n*n)
+	for i, row := range data.PAE {
+		if len(row) != n {
+			return engine.File{}, fmt.Errorf("%s's token_pair_pae is not square (row %d has %d of %d)", o.tool, i, len(row), n)
+		}
+		for _, v := range row {
+			values = append(values, float32(v))
+		}
+	}
+	return toolkit.PAEMatrix(filepath.Dir(fullData), name, map[string]*npy.Array{"pae": {Shape: []int{n, n}, Data: values}})
 }

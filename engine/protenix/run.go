@@ -17,8 +17,9 @@ import (
 	"github.com/chaperone-bio/chaperone/job"
 )
 
-// seed is the tools' documented default seed, passed so that a rerun gives the same
-// result (decisions: Engines).
+// seed is the tools' documented default seed (decisions: Engines), for a job stored before
+// the catalog filled in its seed param; the seed is always passed, so that a rerun gives the
+// same result.
 const seed = 101
 
 // inputName is the stem of the run's one input file; the tools write the input updated
@@ -108,7 +109,7 @@ func (p *prediction) Command() engine.Command {
 		// cuEquivariance's kernels run on CUDA only.
 		kernels = "torch"
 	}
-	args := []string{"pred", "--input", p.inputPath(), "--out_dir", p.out, "--seeds", strconv.Itoa(seed),
+	args := []string{"pred", "--input", p.inputPath(), "--out_dir", p.out, "--seeds", strconv.Itoa(p.params.SeedOr(seed)),
 		"--sample", strconv.Itoa(p.params.DiffusionSamples), "--model_name", f.modelName, "--dtype", dtype,
 		"--trimul_kernel", kernels, "--triatt_kernel", kernels, "--use_msa", strconv.FormatBool(p.msa),
 		"--need_atom_confidence", "true"}
@@ -144,7 +145,7 @@ func (p *prediction) Command() engine.Command {
 
 // Results reads every target's row and files, and keeps the alignments searched.
 func (p *prediction) Results(exit error) (*engine.Output, error) {
-	o := &outcome{out: p.out, pdb: p.pdb, format: p.params.OutputFormat, samples: p.params.DiffusionSamples,
+	o := &outcome{out: p.out, pdb: p.pdb, format: p.params.OutputFormat, samples: p.params.DiffusionSamples, writePAE: p.params.WritePAE,
 		tool: p.e.flavor.command, mon: p.mon, crash: exit}
 	targets := make([]toolkit.Target, len(p.targets))
 	for i, t := range p.targets {

@@ -3,6 +3,7 @@ package pydriver
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -131,7 +132,49 @@ func (e *Engine) embed(ctx context.Context, run *engine.Run, ch channel, m model
 		// The file holds every sequence; it belongs to the target named after it.
 		out.Files = append(out.Files, toolkit.Artifact(parquetFile, "embeddings", job.ArtifactTable, path))
 	}
+	manifest, err := writeManifest(run.WorkDir, out.Embedding)
+	if err != nil {
+		return nil, err
+	}
+	out.Files = append(out.Files, manifest)
 	return out, nil
+}
+
+// manifestFile describes the job's embedding files, for a reader of the archive that has
+// no results.json at hand: the reference service ships the same file.
+const manifestFile = "manifest.json"
+
+// manifestSequence is one sequence of manifest.json: its file and the shapes of the
+// arrays it holds there.
+type manifestSequence struct {
+	ID     string           `json:"id"`
+	Length int              `json:"length"`
+	File   string           `json:"file"`
+	Arrays map[string][]int `json:"arrays"`
+}
+
+// writeManifest writes manifest.json: model, pool, format, d_model, the dtype of every
+// vector (float32) and, per sequence, its file and array shapes (per_residue [length,
+// d_model] and pooled [d_model] in an npz; pooled alone in the parquet table).
+func writeManifest(dir string, e *job.Embedding) (engine.File, error) {
+	seqs := make([]manifestSequence, len(e.Sequences))
+	for i, s := range e.Sequences {
+		arrays := map[string][]int{"pooled": {e.DModel}}
+		if e.Format == "npz" {
+			arrays["per_residue"] = []int{s.Length, e.DModel}
+		}
+		seqs[i] = manifestSequence{ID: s.ID, Length: s.Length, File: s.File, Arrays: arrays}
+	}
+	b, err := json.MarshalIndent(map[string]any{"model": e.Model, "pool": e.Pool, "format": e.Format,
+		"d_model": e.DModel, "dtype": "float32", "sequences": seqs}, "", "  ")
+	if err != nil {
+		return engine.File{}, err
+	}
+	path := filepath.Join(dir, manifestFile)
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return engine.File{}, err
+	}
+	return toolkit.Artifact(manifestFile, "embeddings", job.ArtifactTable, path), nil
 }
 
 // writeEmbedding writes one sequence's vectors: its npz file, or its parquet row (written

@@ -19,8 +19,9 @@ import (
 	"github.com/chaperone-bio/chaperone/job"
 )
 
-// foldSeed is ESMFold2's seed, passed so that a rerun gives the same structures
-// (decisions: Prediction rows and files).
+// foldSeed is ESMFold2's seed (decisions: Prediction rows and files), for a job stored before
+// the catalog filled in its seed param; a seed is always passed, so that a rerun gives the
+// same structures.
 const foldSeed = 42
 
 // foldChain is one chain of a fold request (driver.py).
@@ -94,7 +95,7 @@ func (e *Engine) fold(ctx context.Context, run *engine.Run, ch channel, m model)
 		return nil, err
 	}
 	req := foldRequest{Op: "fold", Model: m.spec(p.Fast), NumLoops: m.loops, NumSamplingSteps: m.steps,
-		Samples: p.DiffusionSamples, Seed: foldSeed, Format: p.OutputFormat, OutDir: raw}
+		Samples: p.DiffusionSamples, Seed: p.SeedOr(foldSeed), Format: p.OutputFormat, OutDir: raw}
 	if p.RecyclingSteps != nil {
 		req.NumLoops = *p.RecyclingSteps
 	}
@@ -155,7 +156,7 @@ func (e *Engine) fold(ctx context.Context, run *engine.Run, ch channel, m model)
 	}
 	targets := make([]toolkit.Target, len(complexes))
 	for i := range complexes {
-		targets[i], err = foldResults(run.WorkDir, rows[i], samples[i], failures[i], p.OutputFormat)
+		targets[i], err = foldResults(run.WorkDir, rows[i], samples[i], failures[i], p.OutputFormat, p.WritePAE)
 		if err != nil {
 			return nil, err
 		}
@@ -253,8 +254,9 @@ func structureOf(ev *event, raw string) (sample, error) {
 
 // foldResults ranks a target's samples by pTM and lays out its files: the best as
 // <target>.<ext>, the others as <target>_sample_<k>.<ext>, the best one's PAE as
-// <target>/pae.npz and every sample's scores, in rank order, as <target>/confidence.json.
-func foldResults(dir string, row job.PredictionRow, samples []sample, failure, ext string) (toolkit.Target, error) {
+// <target>/pae.npz (and as <target>_pae.npz too when write_pae asks for it) and every
+// sample's scores, in rank order, as <target>/confidence.json.
+func foldResults(dir string, row job.PredictionRow, samples []sample, failure, ext string, writePAE bool) (toolkit.Target, error) {
 	if len(samples) == 0 {
 		if failure == "" {
 			failure = "the model gave no structure"
@@ -295,6 +297,13 @@ func foldResults(dir string, row job.PredictionRow, samples []sample, failure, e
 	t.Files = append(t.Files,
 		toolkit.Artifact(row.ID+"/pae.npz", row.ID, job.ArtifactPAE, pae),
 		toolkit.Artifact(row.ID+"/confidence.json", row.ID, job.ArtifactConfidence, conf))
+	if writePAE {
+		f, err := toolkit.PAEMatrix(dir, row.ID, map[string]*npy.Array{"pae": {Shape: []int{best.tokens, best.tokens}, Data: best.pae}})
+		if err != nil {
+			return t, err
+		}
+		t.Files = append(t.Files, f)
+	}
 	ptm := best.ptm
 	t.Row.Status, t.Row.Samples = job.RowOK, len(samples)
 	t.Row.Scores = &job.Scores{PLDDT: best.plddt, PTM: best.ptm, ConfidenceScore: &ptm}

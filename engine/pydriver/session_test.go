@@ -3,9 +3,13 @@ package pydriver
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -14,6 +18,7 @@ import (
 
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/pydriver/pydrivertest"
+	"github.com/chaperone-bio/chaperone/engine/toolkit/npy"
 	"github.com/chaperone-bio/chaperone/job"
 	"github.com/chaperone-bio/chaperone/worker/proc"
 )
@@ -104,7 +109,7 @@ func TestEmbeddingsAreTheModelsLastHiddenStatesWithoutBoundaryTokens(t *testing.
 			}
 			m, _ := tc.eng.model(tc.model)
 			e := out.Embedding
-			if e.DModel != m.dModel || e.Pool != tc.pool || e.Format != "npz" || len(e.Sequences) != len(seqs) || len(out.Files) != len(seqs) {
+			if e.DModel != m.dModel || e.Pool != tc.pool || e.Format != "npz" || len(e.Sequences) != len(seqs) || len(out.Files) != len(seqs)+1 {
 				t.Fatalf("embedding %+v with %d files", e, len(out.Files))
 			}
 			for i, s := range e.Sequences {
@@ -296,7 +301,48 @@ func TestRunServesOneJobWithADriverOfItsOwn(t *testing.T) {
 		t.Fatalf("%v\n%s", err, log)
 	}
 	pydrivertest.CheckNPZ(t, filepath.Join(run.WorkDir, "seq1.npz"), true, "MKTAYIAKQR", "mean", 1280)
-	if len(out.Files) != 2 {
-		t.Errorf("files %v; want two npz", out.Files)
+	if len(out.Files) != 3 || out.Files[2].Path != "manifest.json" {
+		t.Errorf("files %v; want two npz and manifest.json", out.Files)
+	}
+	var manifest struct {
+		Model     string `json:"model"`
+		DType     string `json:"dtype"`
+		DModel    int    `json:"d_model"`
+		Sequences []struct {
+			ID     string           `json:"id"`
+			File   string           `json:"file"`
+			Arrays map[string][]int `json:"arrays"`
+		} `json:"sequences"`
+	}
+	b, err := os.ReadFile(filepath.Join(run.WorkDir, "manifest.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &manifest)
+	}
+	if err != nil || manifest.Model != "saprot-650m" || manifest.DType != "float32" || manifest.DModel != 1280 || len(manifest.Sequences) != 2 ||
+		manifest.Sequences[1].File != "seq2.npz" || !reflect.DeepEqual(manifest.Sequences[1].Arrays, map[string][]int{"per_residue": {3, 1280}, "pooled": {1280}}) {
+		t.Errorf("manifest.json %s (%v): want the model, float32 and each file's shapes", b, err)
+	}
+}
+
+func TestAFoldTakesTheJobsSeedAndWritesThePAEAskedFor(t *testing.T) {
+	t.Parallel()
+	log := newLog("")
+	run := newRun(t, catalogJob(t, job.PredictKind, `{"model": "esmfold2", "name": "x", "sequence": "MKTAYIAK",
+		"params": {"seed": 7, "write_pae": true}}`), log)
+	run.Tools = engine.Tools{"esm": pydrivertest.Interpreter(t, t.TempDir())}
+	out, err := ESM(Config{}).Run(t.Context(), run)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	if !strings.Contains(log.String(), "standin: fold seed 7") {
+		t.Errorf("the fold was not seeded with 7:\n%s", log)
+	}
+	i := slices.IndexFunc(out.Files, func(f engine.File) bool { return f.Path == "target1_pae.npz" })
+	if i < 0 || out.Files[i].Type != job.ArtifactPAE {
+		t.Fatalf("no target1_pae.npz of type pae in %v", out.Files)
+	}
+	arrays, err := npy.ReadNPZ(out.Files[i].Local)
+	if err != nil || arrays["pae"] == nil || !reflect.DeepEqual(arrays["pae"].Shape, []int{8, 8}) {
+		t.Errorf("target1_pae.npz: %v, %v; want pae of 8 x 8 tokens", arrays, err)
 	}
 }

@@ -34,6 +34,19 @@ type PredictParams struct {
 	SamplingSteps    *int   `json:"sampling_steps"`
 	DiffusionSamples int    `json:"diffusion_samples"`
 	OutputFormat     string `json:"output_format"` // "cif" or "pdb"
+	// Seed is nil only in params stored before the catalog filled it in.
+	Seed *int `json:"seed"`
+	// WritePAE asks for the best sample's PAE matrix as <target>_pae.npz.
+	WritePAE bool `json:"write_pae"`
+}
+
+// SeedOr is the seed the job asked for, or def, the tool's own default, for a job stored
+// before seeds were params.
+func (p PredictParams) SeedOr(def int) int {
+	if p.Seed == nil {
+		return def
+	}
+	return *p.Seed
 }
 
 // NewPredictParams decodes a prediction job's params. The catalog fills in every param

@@ -139,6 +139,15 @@ func (s *Store) CompleteJob(ctx context.Context, id string, attempt int, out sto
 		if n, err := r.RowsAffected(); err != nil || n == 0 {
 			return errors.Join(job.ErrLeaseLost, err)
 		}
+		if out.Status == job.Succeeded && out.Results != nil {
+			if n := out.Results.LargestInput(); n > 0 {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO measured_walls (run_model, residues)
+					SELECT run_model, ?2 FROM jobs WHERE id = ?1
+					ON CONFLICT (run_model) DO UPDATE SET residues = max(residues, excluded.residues)`, id, n); err != nil {
+					return fmt.Errorf("sqlite: measured wall: %w", err)
+				}
+			}
+		}
 		changed(id)
 		return nil
 	})
@@ -222,4 +231,48 @@ func (s *Store) QueueDepth(ctx context.Context) (int, error) {
 	var n int
 	err := s.r.QueryRowContext(ctx, `SELECT n FROM counters WHERE name = 'queued'`).Scan(&n)
 	return n, err
+}
+
+// OwnersAhead implements store.History, ordering as the lease statement does.
+func (s *Store) OwnersAhead(ctx context.Context, id string) (int, error) {
+	var status string
+	var n int
+	err := s.r.QueryRowContext(ctx, `WITH running AS (
+			SELECT owner, count(*) AS n FROM jobs WHERE status = 'running' GROUP BY owner),
+		me AS (
+			SELECT j.owner, j.run_model, j.seq, j.status, coalesce(r.n, 0) AS n
+			FROM jobs j LEFT JOIN running r ON r.owner = j.owner WHERE j.id = ?1)
+		SELECT me.status, (SELECT count(DISTINCT q.owner) FROM jobs q LEFT JOIN running r ON r.owner = q.owner
+			WHERE q.status = 'queued' AND q.run_model = me.run_model AND q.owner <> me.owner
+			AND (coalesce(r.n, 0) < me.n OR (coalesce(r.n, 0) = me.n AND q.seq < me.seq)))
+		FROM me`, id).Scan(&status, &n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, job.ErrNotFound
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: owners ahead: %w", err)
+	}
+	if status != string(job.Queued) {
+		return 0, nil
+	}
+	return n, nil
+}
+
+// MeasuredWalls implements store.History.
+func (s *Store) MeasuredWalls(ctx context.Context) (map[string]int, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT run_model, residues FROM measured_walls`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: measured walls: %w", err)
+	}
+	defer rows.Close()
+	walls := map[string]int{}
+	for rows.Next() {
+		var model string
+		var n int
+		if err := rows.Scan(&model, &n); err != nil {
+			return nil, fmt.Errorf("sqlite: measured walls: %w", err)
+		}
+		walls[model] = n
+	}
+	return walls, rows.Err()
 }

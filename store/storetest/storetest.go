@@ -55,6 +55,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ReleaseWorker", testReleaseWorker},
 		{"RecoverConcurrent", testRecoverConcurrent},
 		{"QueueDepth", testQueueDepth},
+		{"OwnersAhead", testOwnersAhead},
+		{"MeasuredWalls", testMeasuredWalls},
 		{"Workers", testWorkers},
 		{"Keys", testKeys},
 		{"Watch", testWatch},

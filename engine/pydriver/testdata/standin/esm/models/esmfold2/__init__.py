@@ -7,6 +7,7 @@ signature. Sample k of a fold of N residues (all chains) scores:
 and its structure is one CA atom per residue on a line along x."""
 
 from dataclasses import dataclass, field
+import sys
 
 import numpy as np
 
@@ -102,6 +103,7 @@ class ESMFold2InputBuilder:
              step_scale=None, max_inference_sigma=None, early_exit=False, complex_id="pred"):
         chains = input.sequences
         _standin.forward([c.sequence for c in chains])
+        print(f"standin: fold seed {seed}", file=sys.stderr, flush=True)
         n = sum(len(c.sequence) for c in chains)
         msa = any(c.msa is not None for c in chains)
         idx = np.arange(n)
