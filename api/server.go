@@ -64,6 +64,7 @@ type Server struct {
 	mux            *http.ServeMux
 	metrics        *metrics
 	finishes       *finishWatch
+	partials       partialMemo // partial of succeeded jobs, which never change
 	detached       detachedHolds
 	holding        atomic.Int64 // requests held by Prefer: wait, detached or not
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/chaperone-bio/chaperone/bio"
 	"github.com/chaperone-bio/chaperone/job"
@@ -93,6 +94,18 @@ func (s *Server) partialOf(ctx context.Context, j *store.JobSummary) (*partialJS
 	if j.Kind == job.EmbedKind {
 		return nil, nil
 	}
+	if p, ok := s.partials.get(j.ID); ok {
+		return p, nil
+	}
+	p, err := s.workOutPartial(ctx, j)
+	if err == nil {
+		s.partials.put(j.ID, p)
+	}
+	return p, err
+}
+
+// workOutPartial reads the job's results to compare them with what was asked.
+func (s *Server) workOutPartial(ctx context.Context, j *store.JobSummary) (*partialJSON, error) {
 	full, err := s.store.GetJob(ctx, j.ID)
 	if err != nil || full.Results == nil {
 		return nil, err
@@ -118,6 +131,39 @@ func (s *Server) partialOf(ctx context.Context, j *store.JobSummary) (*partialJS
 		return nil, nil
 	}
 	return &partialJSON{Delivered: delivered, Requested: requested}, nil
+}
+
+// partialMemo remembers what partialOf worked out per succeeded job. A succeeded job never
+// changes, so the answer holds for good, and a client polling a finished job does not read
+// its whole row (input and results) on every poll.
+type partialMemo struct {
+	mu   sync.Mutex
+	byID map[string]*partialJSON
+}
+
+// partialMemoSize bounds the memo; an entry is a job id and at most two integers.
+const partialMemoSize = 16384
+
+func (m *partialMemo) get(id string) (*partialJSON, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, ok := m.byID[id]
+	return p, ok
+}
+
+func (m *partialMemo) put(id string, p *partialJSON) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.byID == nil {
+		m.byID = make(map[string]*partialJSON)
+	}
+	if len(m.byID) >= partialMemoSize {
+		for old := range m.byID { // any one: map order is random
+			delete(m.byID, old)
+			break
+		}
+	}
+	m.byID[id] = p
 }
 
 // intParam reads an integer param as the catalog stores it (int) or the store gives it back
