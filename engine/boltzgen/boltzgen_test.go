@@ -13,6 +13,7 @@ import (
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/boltzgen/boltzgentest"
 	"github.com/chaperone-bio/chaperone/internal/enginerun"
+	"github.com/chaperone-bio/chaperone/internal/execfile"
 	"github.com/chaperone-bio/chaperone/job"
 )
 
@@ -123,7 +124,7 @@ func TestCommandLine(t *testing.T) {
 			dir := t.TempDir()
 			recorder := filepath.Join(dir, "boltzgen")
 			script := fmt.Sprintf("#!/bin/sh\necho \"$*\" >> %s/argv\nexec %s \"$@\"\n", dir, standIn)
-			if err := os.WriteFile(recorder, []byte(script), 0o755); err != nil {
+			if err := execfile.Write(recorder, script); err != nil {
 				t.Fatal(err)
 			}
 			r := runWith(t, newJob(t, tt.req), recorder)

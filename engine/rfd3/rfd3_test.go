@@ -14,6 +14,7 @@ import (
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/rfd3/rfd3test"
 	"github.com/chaperone-bio/chaperone/internal/enginerun"
+	"github.com/chaperone-bio/chaperone/internal/execfile"
 	"github.com/chaperone-bio/chaperone/job"
 )
 
@@ -77,7 +78,7 @@ func TestCommandLineAndSpec(t *testing.T) {
 	dir := t.TempDir()
 	recorder := filepath.Join(dir, "rfd3")
 	script := fmt.Sprintf("#!/bin/sh\necho \"$*\" >> %s/argv\nexec %s \"$@\"\n", dir, standIn)
-	if err := os.WriteFile(recorder, []byte(script), 0o755); err != nil {
+	if err := execfile.Write(recorder, script); err != nil {
 		t.Fatal(err)
 	}
 	j := newJob(t, "rfd3-binder", targetPDB(""), " 30-50 , /0 , A5-A20 ", `{"num_designs": 10, "num_timesteps": 50, "seed": 7}`)

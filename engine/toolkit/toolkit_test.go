@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chaperone-bio/chaperone/engine"
+	"github.com/chaperone-bio/chaperone/internal/execfile"
 	"github.com/chaperone-bio/chaperone/internal/testpython"
 	"github.com/chaperone-bio/chaperone/job"
 )
@@ -129,7 +130,7 @@ func TestPredictions(t *testing.T) {
 func script(t *testing.T, dir, name, body string) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+	if err := execfile.Write(p, "#!/bin/sh\n"+body+"\n"); err != nil {
 		t.Fatal(err)
 	}
 	return p

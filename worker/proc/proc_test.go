@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/chaperone-bio/chaperone/engine"
+	"github.com/chaperone-bio/chaperone/internal/execfile"
 )
 
 // TestMain lets the test binary play a worker for TestPdeathsig.
@@ -274,7 +275,7 @@ func TestExecNotFound(t *testing.T) {
 func TestExecRelativePathIsInDir(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "tool.sh"), []byte("#!/bin/sh\necho from tool\n"), 0o755); err != nil {
+	if err := execfile.Write(filepath.Join(dir, "tool.sh"), "#!/bin/sh\necho from tool\n"); err != nil {
 		t.Fatal(err)
 	}
 	var lines []string

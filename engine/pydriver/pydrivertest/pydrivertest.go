@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -17,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/chaperone-bio/chaperone/engine/toolkit/npy"
+	"github.com/chaperone-bio/chaperone/internal/execfile"
 	"github.com/chaperone-bio/chaperone/internal/testpython"
 )
 
@@ -36,7 +36,7 @@ func Interpreter(t testing.TB, dir string, env ...string) string {
 	}
 	fmt.Fprintf(&script, "exec %s \"$@\"\n", python)
 	path := filepath.Join(dir, "python")
-	if err := os.WriteFile(path, []byte(script.String()), 0o755); err != nil {
+	if err := execfile.Write(path, script.String()); err != nil {
 		t.Fatal(err)
 	}
 	return path
