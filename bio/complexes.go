@@ -7,7 +7,7 @@ import (
 )
 
 // SingleTarget is the name of the one target of a prediction given as sequence or input.
-const SingleTarget = "target1"
+const SingleTarget = "target_1"
 
 // Complexes parses the input of a prediction job into its targets, in order: the one
 // target of sequence or input, named SingleTarget, or one per target under its name. Each

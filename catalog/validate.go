@@ -22,7 +22,7 @@ const (
 const maxItemName = 64
 
 // NewPredict validates a prediction request and returns the job it creates, without ID,
-// owner, status or times. Targets without a name are named target1, target2, … by their
+// owner, status or times. Targets without a name are named target_1, target_2, … by their
 // 1-based position in the list. Every target is parsed (FASTA or Boltz YAML, see
 // bio.Complexes) and checked against the caps and the model's capabilities; the job keeps the
 // input as sent. Errors are *job.InvalidError.
@@ -105,7 +105,7 @@ func (c *Catalog) targets(in []job.Target) ([]job.Target, error) {
 		}
 		names[i] = t.Name
 	}
-	err := nameAll(names, "target",
+	err := nameAll(names, "target_",
 		func(i int) string { return fmt.Sprintf("targets[%d].name", i) },
 		func(i int) string { return fmt.Sprintf("targets[%d]", i) })
 	if err != nil {

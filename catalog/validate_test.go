@@ -144,17 +144,17 @@ func TestNewPredictJob(t *testing.T) {
 			want: job.Job{
 				Kind: job.PredictKind, Model: "openfold3", RunModel: "openfold3", Total: 3,
 				Input: job.Input{Targets: []job.Target{
-					{Name: "target1", Content: ">a\nMK"}, {Name: "Lys-1.b_2", Content: "sequences: [{protein: {id: A, sequence: MK}}]"}, {Name: "target3", Content: ">b\nGG"},
+					{Name: "target_1", Content: ">a\nMK"}, {Name: "Lys-1.b_2", Content: "sequences: [{protein: {id: A, sequence: MK}}]"}, {Name: "target_3", Content: ">b\nGG"},
 				}},
 				Params: map[string]any{"use_msa_server": true, "fast": true, "diffusion_samples": 1, "output_format": "cif", "seed": 42, "write_pae": false},
 			},
 		},
 		{
 			name: "a caller may give the name its position would get",
-			body: `{"targets": [{"name": "target1", "content": ">x\nMK"}, {"content": ">y\nMK"}]}`,
+			body: `{"targets": [{"name": "target_1", "content": ">x\nMK"}, {"content": ">y\nMK"}]}`,
 			want: job.Job{
 				Kind: job.PredictKind, Model: "boltz2", RunModel: "boltz2", Total: 2,
-				Input:  job.Input{Targets: []job.Target{{Name: "target1", Content: ">x\nMK"}, {Name: "target2", Content: ">y\nMK"}}},
+				Input:  job.Input{Targets: []job.Target{{Name: "target_1", Content: ">x\nMK"}, {Name: "target_2", Content: ">y\nMK"}}},
 				Params: map[string]any{"use_msa_server": true, "fast": true, "diffusion_samples": 1, "output_format": "cif", "seed": 0, "write_pae": false},
 			},
 		},
@@ -214,8 +214,8 @@ func TestNewPredictRejects(t *testing.T) {
 			"holds 4 targets, over the cap of 3 (targets_per_job)"},
 		{"duplicate target names ignore case", `{"targets": [{"name": "a", "content": "x"}, {"name": "A", "content": "y"}]}`,
 			"targets[1].name", `"A" is also the name of targets[0]`},
-		{"derived name taken", `{"targets": [{"content": "x"}, {"name": "target1", "content": "y"}]}`,
-			"targets[0].name", `is missing, and the default "target1" is already the name of targets[1]`},
+		{"derived name taken", `{"targets": [{"content": "x"}, {"name": "target_1", "content": "y"}]}`,
+			"targets[0].name", `is missing, and the default "target_1" is already the name of targets[1]`},
 		{"target name with a slash", `{"targets": [{"name": "../etc", "content": "x"}]}`, "targets[0].name", "must start with a letter or digit"},
 		{"target name with a space", `{"targets": [{"name": "my target", "content": "x"}]}`, "targets[0].name", "may hold only letters, digits"},
 		{"target name too long", `{"targets": [{"name": "` + strings.Repeat("a", 65) + `", "content": "x"}]}`, "targets[0].name", "names are at most 64"},

@@ -87,7 +87,7 @@ func TestBoltzRunsASequence(t *testing.T) {
 	j := s.waitStatus(id, "succeeded")
 	mustf(t, j["stage"] == "writing" && j["progress"] == 1.0 && j["done"] == 1.0 && j["total"] == 1.0, "finished job %v", j)
 	rows, arts := s.rowsOf(id)
-	row := rows["target1"]
+	row := rows["target_1"]
 	mustf(t, row["status"] == "ok" && row["n_chains"] == 1.0 && row["n_residues"] == 33.0 && row["samples"] == 2.0 && row["msa"] == true,
 		"row %v", row)
 	mustf(t, row["iptm"] == nil && row["plddt"] == row["complex_plddt"] && row["runtime_s"].(float64) > 0, "row scores %v", row)
@@ -96,17 +96,17 @@ func TestBoltzRunsASequence(t *testing.T) {
 	for _, a := range arts {
 		a := a.(map[string]any)
 		byPath[a["path"].(string)] = a
-		mustf(t, a["target"] == "target1", "artifact %v", a)
+		mustf(t, a["target"] == "target_1", "artifact %v", a)
 	}
-	for path, typ := range map[string]string{"target1.cif": "structure", "target1_sample_1.cif": "structure",
-		"target1/confidence_target1_model_0.json": "confidence", "target1/confidence_target1_model_1.json": "confidence",
-		"target1/pae_target1_model_0.npz": "pae", "target1/plddt_target1_model_1.npz": "confidence"} {
+	for path, typ := range map[string]string{"target_1.cif": "structure", "target_1_sample_1.cif": "structure",
+		"target_1/confidence_target_1_model_0.json": "confidence", "target_1/confidence_target_1_model_1.json": "confidence",
+		"target_1/pae_target_1_model_0.npz": "pae", "target_1/plddt_target_1_model_1.npz": "confidence"} {
 		mustf(t, byPath[path] != nil && byPath[path]["type"] == typ, "artifact %s of type %s missing: %v", path, typ, byPath)
 	}
-	cif := s.get(byPath["target1.cif"]["url"].(string)).expect(http.StatusOK)
-	mustf(t, cif.Header.Get("Content-Type") == "chemical/x-cif" && strings.HasPrefix(string(cif.Body), "data_target1"), "best structure %.60q", cif.Body)
+	cif := s.get(byPath["target_1.cif"]["url"].(string)).expect(http.StatusOK)
+	mustf(t, cif.Header.Get("Content-Type") == "chemical/x-cif" && strings.HasPrefix(string(cif.Body), "data_target_1"), "best structure %.60q", cif.Body)
 	var conf map[string]any
-	if err := json.Unmarshal(s.get(byPath["target1/confidence_target1_model_0.json"]["url"].(string)).expect(http.StatusOK).Body, &conf); err != nil {
+	if err := json.Unmarshal(s.get(byPath["target_1/confidence_target_1_model_0.json"]["url"].(string)).expect(http.StatusOK).Body, &conf); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"confidence_score", "ptm", "iptm", "ligand_iptm", "protein_iptm", "complex_plddt",
@@ -117,7 +117,7 @@ func TestBoltzRunsASequence(t *testing.T) {
 
 	// numpy, a reader that shares nothing with the engine, opens the PAE as Boltz's users do.
 	pae := filepath.Join(t.TempDir(), "pae.npz")
-	if err := os.WriteFile(pae, s.get(byPath["target1/pae_target1_model_0.npz"]["url"].(string)).expect(http.StatusOK).Body, 0o644); err != nil {
+	if err := os.WriteFile(pae, s.get(byPath["target_1/pae_target_1_model_0.npz"]["url"].(string)).expect(http.StatusOK).Body, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	python := testpython.Require(t, "numpy")
@@ -126,7 +126,7 @@ func TestBoltzRunsASequence(t *testing.T) {
 
 	logs := string(s.get("/v1/jobs/" + id + "/logs").expect(http.StatusOK).Body)
 	for _, want := range []string{"--use_msa_server --msa_server_url " + testMSAServer, "--diffusion_samples 2", "--accelerator cpu",
-		"Calling MSA server for target target1", "Number of failed examples: 0"} {
+		"Calling MSA server for target target_1", "Number of failed examples: 0"} {
 		mustf(t, strings.Contains(logs, want), "the log lacks %q:\n%s", want, logs)
 	}
 
@@ -137,7 +137,7 @@ func TestBoltzRunsASequence(t *testing.T) {
 	mustf(t, !strings.Contains(logs, "Calling MSA server") && strings.Contains(logs, "1 target(s) from the cache"),
 		"the second job searched again:\n%s", logs)
 	rows, _ = s.rowsOf(again)
-	mustf(t, rows["target1"]["msa"] == true, "row %v", rows["target1"])
+	mustf(t, rows["target_1"]["msa"] == true, "row %v", rows["target_1"])
 }
 
 func TestBoltzInputForms(t *testing.T) {
@@ -174,10 +174,10 @@ func TestBoltzInputForms(t *testing.T) {
 			id := s.create("/v1/predictions", tt.body)
 			s.waitStatus(id, "succeeded")
 			rows, arts := s.rowsOf(id)
-			row := rows["target1"]
+			row := rows["target_1"]
 			mustf(t, row["status"] == "ok" && row["n_chains"] == tt.chains && tt.check(row), "row %v", row)
 			if tt.name == "Boltz YAML with affinity" {
-				mustf(t, strings.Contains(fmt.Sprint(arts), "target1/affinity_target1.json"), "no affinity artifact in %v", arts)
+				mustf(t, strings.Contains(fmt.Sprint(arts), "target_1/affinity_target_1.json"), "no affinity artifact in %v", arts)
 			}
 		})
 	}
@@ -195,16 +195,16 @@ func TestBoltzTargetsWithFailures(t *testing.T) {
 	j := s.waitStatus(id, "succeeded")
 	mustf(t, j["total"] == 4.0, "total %v", j["total"])
 	rows, arts := s.rowsOf(id)
-	mustf(t, len(rows) == 4 && rows["lysozyme"]["status"] == "ok" && rows["target4"]["status"] == "ok" && rows["target4"]["n_chains"] == 2.0, "rows %v", rows)
+	mustf(t, len(rows) == 4 && rows["lysozyme"]["status"] == "ok" && rows["target_4"]["status"] == "ok" && rows["target_4"]["n_chains"] == 2.0, "rows %v", rows)
 	mustf(t, rows["skip-me"]["status"] == "failed" &&
 		rows["skip-me"]["error"] == "Boltz could not process the input and skipped it: Invalid SMILES for ligand: simulated parse failure", "skipped row %v", rows["skip-me"])
 	mustf(t, rows["oom-big"]["status"] == "failed" && strings.Contains(rows["oom-big"]["error"].(string), "ran out of memory"), "oom row %v", rows["oom-big"])
 	for _, a := range arts {
 		target := a.(map[string]any)["target"]
-		mustf(t, target == "lysozyme" || target == "target4", "artifact of a failed target: %v", a)
+		mustf(t, target == "lysozyme" || target == "target_4", "artifact of a failed target: %v", a)
 	}
 	names := zipNames(t, s.get("/v1/jobs/"+id+"/archive").expect(http.StatusOK).Body)
-	mustf(t, names["lysozyme.cif"] && names["target4.cif"] && names["results.json"], "archive %v", names)
+	mustf(t, names["lysozyme.cif"] && names["target_4.cif"] && names["results.json"], "archive %v", names)
 
 	// The CLI passes the rows on as the API sent them, and shows no score for a target
 	// that has none.

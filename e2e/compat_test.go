@@ -248,11 +248,11 @@ func TestSeedAndPAEMatrix(t *testing.T) {
 	_, arts := s.rowsOf(id)
 	var pae map[string]any
 	for _, a := range arts {
-		if a := a.(map[string]any); a["path"] == "target1_pae.npz" {
+		if a := a.(map[string]any); a["path"] == "target_1_pae.npz" {
 			pae = a
 		}
 	}
-	mustf(t, pae != nil && pae["type"] == "pae", "no target1_pae.npz of type pae in %v", arts)
+	mustf(t, pae != nil && pae["type"] == "pae", "no target_1_pae.npz of type pae in %v", arts)
 	// Omitted, the seed is still shown: the one the job ran with.
 	other := s.waitStatus(s.create("/v1/predictions", map[string]any{"sequence": docSeq}), "succeeded")
 	mustf(t, other["params"].(map[string]any)["seed"] == 0.0, "default seed not echoed: %v", other["params"])

@@ -40,7 +40,7 @@ func TestESMFold2RanksSamplesByPTM(t *testing.T) {
 			"params": map[string]any{"diffusion_samples": 3}})
 		s.waitStatus(id, "succeeded")
 		rows, arts := s.rowsOf(id)
-		row := rows["target1"]
+		row := rows["target_1"]
 		// The stand-in's samples score pTM 0.6, 0.8, 0.5: sample 1 is best, then 0, then 2.
 		mustf(t, row["status"] == "ok" && row["samples"] == 3.0 && row["n_chains"] == 1.0 && row["n_residues"] == 14.0 && row["msa"] == false,
 			"%s row %v", model, row)
@@ -51,12 +51,12 @@ func TestESMFold2RanksSamplesByPTM(t *testing.T) {
 			a := a.(map[string]any)
 			urls[a["path"].(string)] = a["url"].(string)
 		}
-		for _, path := range []string{"target1.cif", "target1_sample_1.cif", "target1_sample_2.cif", "target1/pae.npz", "target1/confidence.json"} {
+		for _, path := range []string{"target_1.cif", "target_1_sample_1.cif", "target_1_sample_2.cif", "target_1/pae.npz", "target_1/confidence.json"} {
 			mustf(t, urls[path] != "", "%s: no artifact %s in %v", model, path, urls)
 		}
-		mustf(t, strings.HasPrefix(string(s.get(urls["target1.cif"]).expect(http.StatusOK).Body), "data_target1"), "%s: best structure", model)
+		mustf(t, strings.HasPrefix(string(s.get(urls["target_1.cif"]).expect(http.StatusOK).Body), "data_target_1"), "%s: best structure", model)
 		var conf []map[string]any
-		if err := json.Unmarshal(s.get(urls["target1/confidence.json"]).expect(http.StatusOK).Body, &conf); err != nil {
+		if err := json.Unmarshal(s.get(urls["target_1/confidence.json"]).expect(http.StatusOK).Body, &conf); err != nil {
 			t.Fatal(err)
 		}
 		mustf(t, len(conf) == 3 && conf[0]["sample"] == 1.0 && conf[1]["sample"] == 0.0 && conf[2]["sample"] == 2.0, "%s: rank order %v", model, conf)
@@ -65,7 +65,7 @@ func TestESMFold2RanksSamplesByPTM(t *testing.T) {
 		python := testpython.Require(t, "numpy")
 		out, err := exec.Command(python, "-c", `import numpy, sys
 a = numpy.load(sys.argv[1])["pae"]
-print(a.dtype, a.shape, a[0, 4], a[3, 3])`, s.download(urls["target1/pae.npz"], "pae.npz")).CombinedOutput()
+print(a.dtype, a.shape, a[0, 4], a[3, 3])`, s.download(urls["target_1/pae.npz"], "pae.npz")).CombinedOutput()
 		mustf(t, err == nil && strings.TrimSpace(string(out)) == "float32 (14, 14) 2.0 1.0", "%s: numpy read the PAE as %s (%v)", model, out, err)
 	}
 }
@@ -170,10 +170,10 @@ func TestESMFold2SearchesAlignmentsOnTheServerOnce(t *testing.T) {
 		id := s.create("/v1/predictions", map[string]any{"model": "esmfold2", "sequence": "MKTAYIAKQR", "params": map[string]any{"use_msa_server": true}})
 		s.waitStatus(id, "succeeded")
 		rows, _ := s.rowsOf(id)
-		row := rows["target1"]
+		row := rows["target_1"]
 		mustf(t, row["msa"] == true && near(row["plddt"], standInPLDDT(10, 0, true)), "job %d row %v", i+1, row)
 		logs := string(s.get("/v1/jobs/" + id + "/logs").expect(http.StatusOK).Body)
-		want := map[int]string{0: "searching target1_A.a3m on " + msa.URL, 1: "alignment of target1_A.a3m from the cache"}[i]
+		want := map[int]string{0: "searching target_1_A.a3m on " + msa.URL, 1: "alignment of target_1_A.a3m from the cache"}[i]
 		mustf(t, strings.Contains(logs, want), "job %d: the log lacks %q:\n%s", i+1, want, logs)
 	}
 	mustf(t, searches.Load() == 1, "%d searches on the server; want 1", searches.Load())

@@ -52,18 +52,18 @@ func TestOpenDDERunsASequence(t *testing.T) {
 			j := s.waitStatus(id, "succeeded")
 			mustf(t, j["progress"] == 1.0 && j["done"] == 1.0, "finished job %v", j)
 			rows, arts := s.rowsOf(id)
-			row := rows["target1"]
+			row := rows["target_1"]
 			plddt := row["plddt"].(float64)
 			mustf(t, row["status"] == "ok" && row["samples"] == 3.0 && row["msa"] == true && plddt > 0 && plddt <= 1 && row["runtime_s"].(float64) > 0,
 				"row %v", row)
 			byPath := artifactsOf(arts)
-			for _, path := range []string{"target1.pdb", "target1_sample_1.pdb", "target1_sample_2.pdb"} {
+			for _, path := range []string{"target_1.pdb", "target_1_sample_1.pdb", "target_1_sample_2.pdb"} {
 				mustf(t, byPath[path] != nil && byPath[path]["type"] == "structure", "artifact %s missing: %v", path, byPath)
 			}
-			scores := rankingScores(t, s, byPath, "target1", 3)
+			scores := rankingScores(t, s, byPath, "target_1", 3)
 			mustf(t, scores[0] >= scores[1] && scores[1] >= scores[2] && row["confidence_score"] == scores[0],
 				"samples in the order %v, row confidence_score %v", scores, row["confidence_score"])
-			pdb := string(s.get(byPath["target1.pdb"]["url"].(string)).expect(http.StatusOK).Body)
+			pdb := string(s.get(byPath["target_1.pdb"]["url"].(string)).expect(http.StatusOK).Body)
 			mustf(t, strings.HasPrefix(pdb, "ATOM ") && strings.HasSuffix(pdb, "END\n"), "PDB %.80q", pdb)
 			logs := string(s.get("/v1/jobs/" + id + "/logs").expect(http.StatusOK).Body)
 			for _, want := range []string{"--model_name opendde_v1", "--seeds 101", "--dtype bf16", "--device cpu"} {
@@ -94,7 +94,7 @@ func TestOpenDDEInputForms(t *testing.T) {
 			id := s.create("/v1/predictions", tt.body)
 			s.waitStatus(id, "succeeded")
 			rows, _ := s.rowsOf(id)
-			row := rows["target1"]
+			row := rows["target_1"]
 			mustf(t, row["status"] == "ok" && row["n_chains"] == tt.chains && row["msa"] == tt.msa && row["iptm"] != nil, "row %v", row)
 		})
 	}

@@ -53,20 +53,20 @@ func TestOpenFold3(t *testing.T) {
 		j := s.waitStatus(id, "succeeded")
 		mustf(t, j["stage"] == "writing" && j["progress"] == 1.0 && j["total"] == 1.0, "finished job %v", j)
 		rows, arts := s.rowsOf(id)
-		row := rows["target1"]
+		row := rows["target_1"]
 		mustf(t, row["status"] == "ok" && row["n_chains"] == 1.0 && row["n_residues"] == 33.0 && row["samples"] == 1.0 && row["msa"] == true,
 			"row %v", row)
 		plddt, _ := row["plddt"].(float64)
 		mustf(t, plddt > 0 && plddt <= 1 && row["plddt"] == row["complex_plddt"] && row["iptm"] == nil && row["ptm"] != nil &&
 			row["confidence_score"] != nil && row["runtime_s"].(float64) > 0, "row scores %v", row)
 		byPath := artifactsByPath(t, arts)
-		for path, typ := range map[string]string{"target1.cif": "structure", "target1/target1_model_0_confidences.json": "confidence",
-			"target1/target1_model_0_confidences_aggregated.json": "confidence"} {
-			mustf(t, byPath[path] != nil && byPath[path]["type"] == typ && byPath[path]["target"] == "target1", "artifact %s of type %s: %v", path, typ, byPath)
+		for path, typ := range map[string]string{"target_1.cif": "structure", "target_1/target_1_model_0_confidences.json": "confidence",
+			"target_1/target_1_model_0_confidences_aggregated.json": "confidence"} {
+			mustf(t, byPath[path] != nil && byPath[path]["type"] == typ && byPath[path]["target"] == "target_1", "artifact %s of type %s: %v", path, typ, byPath)
 		}
-		cif := s.get(byPath["target1.cif"]["url"].(string)).expect(http.StatusOK)
-		mustf(t, strings.HasPrefix(string(cif.Body), "data_target1") && strings.Contains(string(cif.Body), " MET A 1 A "), "structure %.80q", cif.Body)
-		agg := artifactJSON(t, s, byPath["target1/target1_model_0_confidences_aggregated.json"])
+		cif := s.get(byPath["target_1.cif"]["url"].(string)).expect(http.StatusOK)
+		mustf(t, strings.HasPrefix(string(cif.Body), "data_target_1") && strings.Contains(string(cif.Body), " MET A 1 A "), "structure %.80q", cif.Body)
+		agg := artifactJSON(t, s, byPath["target_1/target_1_model_0_confidences_aggregated.json"])
 		for _, k := range []string{"avg_plddt", "gpde", "ptm", "iptm", "disorder", "has_clash", "sample_ranking_score", "chain_ptm", "chain_pair_iptm"} {
 			mustf(t, agg[k] != nil, "the aggregated confidences lack %s: %v", k, agg)
 		}
@@ -93,21 +93,21 @@ func TestOpenFold3(t *testing.T) {
 			logs   []string
 		}{
 			{"FASTA", map[string]any{"input": ">sp|P69905|HBA_HUMAN\nMVLSPADKTNVKAAWGKV\n>beta\nMVHLTPEEKSAV\n", "params": map[string]any{"use_msa_server": false}}, 2,
-				[]string{"target1 chains A (protein): single-sequence (use_msas false)", "target1 chains B (protein)"}},
+				[]string{"target_1 chains A (protein): single-sequence (use_msas false)", "target_1 chains B (protein)"}},
 			{"YAML with ligands and DNA", map[string]any{"input": "sequences:\n  - protein: {id: [P, Q], sequence: MKTAYIAKQR, msa: empty}\n" +
 				"  - ligand: {id: L, smiles: 'CC(=O)O'}\n  - ligand: {id: M, ccd: ATP}\n  - dna: {id: D, sequence: ACGTAC}\n"}, 5,
-				[]string{"target1 chains P,Q (protein)", "target1 chains D (dna)"}},
+				[]string{"target_1 chains P,Q (protein)", "target_1 chains D (dna)"}},
 			{"an inline alignment", map[string]any{"input": "sequences:\n  - protein:\n      id: A\n      sequence: MKTAYIAK\n" +
 				"      msa: |\n        >query\n        MKTAYIAK\n        >hit\n        MKT-YIsAK\n"}, 1,
-				[]string{"target1 chains A (protein): main e1/colabfold_main.a3m (2 rows)"}},
+				[]string{"target_1 chains A (protein): main e1/colabfold_main.a3m (2 rows)"}},
 		}
 		for _, tt := range tests {
 			tt.body["model"] = "openfold3"
 			id := s.create("/v1/predictions", tt.body)
 			s.waitStatus(id, "succeeded")
 			rows, arts := s.rowsOf(id)
-			mustf(t, rows["target1"]["status"] == "ok" && rows["target1"]["n_chains"] == tt.chains, "%s: row %v", tt.name, rows["target1"])
-			mustf(t, artifactsByPath(t, arts)["target1.cif"] != nil, "%s: artifacts %v", tt.name, arts)
+			mustf(t, rows["target_1"]["status"] == "ok" && rows["target_1"]["n_chains"] == tt.chains, "%s: row %v", tt.name, rows["target_1"])
+			mustf(t, artifactsByPath(t, arts)["target_1.cif"] != nil, "%s: artifacts %v", tt.name, arts)
 			logs := string(s.get("/v1/jobs/" + id + "/logs").expect(http.StatusOK).Body)
 			for _, want := range tt.logs {
 				mustf(t, strings.Contains(logs, want), "%s: the log lacks %q:\n%s", tt.name, want, logs)
@@ -153,8 +153,8 @@ func TestOpenFold3(t *testing.T) {
 		s.waitStatus(id, "succeeded")
 		_, arts := s.rowsOf(id)
 		byPath := artifactsByPath(t, arts)
-		mustf(t, byPath["target1.pdb"] != nil && byPath["target1.cif"] == nil, "artifacts %v", arts)
-		pdb := string(s.get(byPath["target1.pdb"]["url"].(string)).expect(http.StatusOK).Body)
+		mustf(t, byPath["target_1.pdb"] != nil && byPath["target_1.cif"] == nil, "artifacts %v", arts)
+		pdb := string(s.get(byPath["target_1.pdb"]["url"].(string)).expect(http.StatusOK).Body)
 		mustf(t, strings.HasPrefix(pdb, "ATOM      1  CA  MET A   1") && strings.Contains(pdb, " DA B   1"), "PDB %.200q", pdb)
 	})
 
@@ -165,13 +165,13 @@ func TestOpenFold3(t *testing.T) {
 			"params": map[string]any{"diffusion_samples": 3}})
 		s.waitStatus(id, "succeeded")
 		rows, arts := s.rowsOf(id)
-		row := rows["target1"]
+		row := rows["target_1"]
 		mustf(t, row["samples"] == 3.0 && row["iptm"] != nil, "row %v", row)
 		byPath := artifactsByPath(t, arts)
 		prev := 2.0
-		for k, structure := range []string{"target1.cif", "target1_sample_1.cif", "target1_sample_2.cif"} {
+		for k, structure := range []string{"target_1.cif", "target_1_sample_1.cif", "target_1_sample_2.cif"} {
 			mustf(t, byPath[structure] != nil && byPath[structure]["type"] == "structure", "no %s in %v", structure, arts)
-			agg := artifactJSON(t, s, byPath[fmt.Sprintf("target1/target1_model_%d_confidences_aggregated.json", k)])
+			agg := artifactJSON(t, s, byPath[fmt.Sprintf("target_1/target_1_model_%d_confidences_aggregated.json", k)])
 			score := agg["sample_ranking_score"].(float64)
 			mustf(t, score <= prev, "sample %d scores %v, above the one before (%v)", k, score, prev)
 			if k == 0 {

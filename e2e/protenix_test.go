@@ -104,26 +104,26 @@ func TestProtenixRunsASequence(t *testing.T) {
 	j := s.waitStatus(id, "succeeded")
 	mustf(t, j["stage"] == "writing" && j["progress"] == 1.0 && j["done"] == 1.0 && j["total"] == 1.0, "finished job %v", j)
 	rows, arts := s.rowsOf(id)
-	row := rows["target1"]
+	row := rows["target_1"]
 	mustf(t, row["status"] == "ok" && row["n_chains"] == 1.0 && row["n_residues"] == 33.0 && row["samples"] == 3.0 && row["msa"] == true,
 		"row %v", row)
 	plddt := row["plddt"].(float64)
 	mustf(t, row["iptm"] == nil && plddt > 0 && plddt <= 1 && row["runtime_s"].(float64) > 0, "row scores %v", row)
 
 	byPath := artifactsOf(arts)
-	for path, typ := range map[string]string{"target1.cif": "structure", "target1_sample_1.cif": "structure", "target1_sample_2.cif": "structure",
-		"target1/target1_full_data_sample_0.json": "pae"} {
+	for path, typ := range map[string]string{"target_1.cif": "structure", "target_1_sample_1.cif": "structure", "target_1_sample_2.cif": "structure",
+		"target_1/target_1_full_data_sample_0.json": "pae"} {
 		mustf(t, byPath[path] != nil && byPath[path]["type"] == typ, "artifact %s of type %s missing: %v", path, typ, byPath)
 	}
-	scores := rankingScores(t, s, byPath, "target1", 3)
+	scores := rankingScores(t, s, byPath, "target_1", 3)
 	mustf(t, scores[0] >= scores[1] && scores[1] >= scores[2] && row["confidence_score"] == scores[0],
 		"samples in the order %v, row confidence_score %v: want best first", scores, row["confidence_score"])
-	cif := s.get(byPath["target1.cif"]["url"].(string)).expect(http.StatusOK)
-	mustf(t, strings.HasPrefix(string(cif.Body), "data_target1"), "best structure %.60q", cif.Body)
+	cif := s.get(byPath["target_1.cif"]["url"].(string)).expect(http.StatusOK)
+	mustf(t, strings.HasPrefix(string(cif.Body), "data_target_1"), "best structure %.60q", cif.Body)
 
 	logs := string(s.get("/v1/jobs/" + id + "/logs").expect(http.StatusOK).Body)
 	for _, want := range []string{"--model_name protenix-v2", "--seeds 101", "--sample 3", "--msa_server_mode colabfold",
-		"starting to update msa result", "[Rank 0] target1 [seed:101] succeeded"} {
+		"starting to update msa result", "[Rank 0] target_1 [seed:101] succeeded"} {
 		mustf(t, strings.Contains(logs, want), "the log lacks %q:\n%s", want, logs)
 	}
 
@@ -157,7 +157,7 @@ func TestProtenixInputForms(t *testing.T) {
 		{"plain FASTA, single-sequence, as PDB", map[string]any{"model": "protenix-v2", "input": ">sp|P69905|HBA_HUMAN\nMVLSPADKTNVKAAWGKV\n>beta\nMVHLTPEEKSAV\n",
 			"params": map[string]any{"use_msa_server": false, "output_format": "pdb", "diffusion_samples": 2}}, 2,
 			func(row map[string]any, paths map[string]map[string]any) bool {
-				return row["msa"] == false && paths["target1.pdb"] != nil && paths["target1_sample_1.pdb"] != nil && paths["target1.cif"] == nil
+				return row["msa"] == false && paths["target_1.pdb"] != nil && paths["target_1_sample_1.pdb"] != nil && paths["target_1.cif"] == nil
 			}},
 		{"YAML with an inline alignment", map[string]any{"model": "protenix-v2", "input": "sequences:\n  - protein:\n      id: [A, B]\n      sequence: MKTAYIAK\n" +
 			"      msa: |\n        >query\n        MKTAYIAK\n        >hit\n        MKT-YIsAK\n"}, 2,
@@ -170,9 +170,9 @@ func TestProtenixInputForms(t *testing.T) {
 			id := s.create("/v1/predictions", tt.body)
 			s.waitStatus(id, "succeeded")
 			rows, arts := s.rowsOf(id)
-			row := rows["target1"]
+			row := rows["target_1"]
 			mustf(t, row["status"] == "ok" && row["n_chains"] == tt.chains && tt.check(row, artifactsOf(arts)), "row %v, artifacts %v", row, arts)
-			if p := artifactsOf(arts)["target1.pdb"]; p != nil {
+			if p := artifactsOf(arts)["target_1.pdb"]; p != nil {
 				pdb := string(s.get(p["url"].(string)).expect(http.StatusOK).Body)
 				mustf(t, strings.HasPrefix(pdb, "ATOM ") && strings.Contains(pdb, " A   1 ") && strings.HasSuffix(pdb, "END\n"), "PDB %q", pdb)
 			}
@@ -192,13 +192,13 @@ func TestProtenixTargetsWithFailures(t *testing.T) {
 	j := s.waitStatus(id, "succeeded")
 	mustf(t, j["total"] == 4.0, "total %v", j["total"])
 	rows, arts := s.rowsOf(id)
-	mustf(t, len(rows) == 4 && rows["lysozyme"]["status"] == "ok" && rows["target4"]["status"] == "ok" && rows["target4"]["n_chains"] == 2.0, "rows %v", rows)
+	mustf(t, len(rows) == 4 && rows["lysozyme"]["status"] == "ok" && rows["target_4"]["status"] == "ok" && rows["target_4"]["n_chains"] == 2.0, "rows %v", rows)
 	mustf(t, rows["fail-me"]["status"] == "failed" &&
 		rows["fail-me"]["error"] == "protenix failed on it: Could not parse ligand SMILES: simulated featurisation failure", "failed row %v", rows["fail-me"])
 	mustf(t, rows["oom-big"]["status"] == "failed" && strings.Contains(rows["oom-big"]["error"].(string), "CUDA out of memory"), "oom row %v", rows["oom-big"])
 	for _, a := range arts {
 		target := a.(map[string]any)["target"]
-		mustf(t, target == "lysozyme" || target == "target4", "artifact of a failed target: %v", a)
+		mustf(t, target == "lysozyme" || target == "target_4", "artifact of a failed target: %v", a)
 	}
 
 	all := s.create("/v1/predictions", map[string]any{"model": "protenix-v2", "targets": []map[string]any{

@@ -64,8 +64,8 @@ func TestWebPredictionFromSubmitToViewer(t *testing.T) {
 		click("#main form button[type=submit]"))
 	id := b.submitted()
 	b.waitJS("the job succeeds", `document.querySelector(".card .pill")?.textContent === "succeeded"`)
-	b.waitJS("the viewer shows the best sample", `document.getElementById("viewer")?.dataset.loaded === "target1.cif"`)
-	b.waitJS("the PAE heatmap is drawn", `document.getElementById("pae")?.dataset.drawn === "target1/pae_target1_model_0.npz"`)
+	b.waitJS("the viewer shows the best sample", `document.getElementById("viewer")?.dataset.loaded === "target_1.cif"`)
+	b.waitJS("the PAE heatmap is drawn", `document.getElementById("pae")?.dataset.drawn === "target_1/pae_target_1_model_0.npz"`)
 	mustf(t, strings.Contains(b.text("#log"), "Predicting"), "the run log was not shown")
 
 	// Mol* drew the structure: check the canvas's pixels, not the element. (The stand-in's
@@ -84,7 +84,7 @@ func TestWebPredictionFromSubmitToViewer(t *testing.T) {
 	mustf(t, rows == 1, "the rows table has %d rows, want 1", rows)
 	b.run("sort the rows", click("table[aria-label='Prediction rows'] th button"))
 	b.run("show the second sample", click("[aria-label=Samples] button:nth-of-type(2)"))
-	b.waitJS("the second sample is shown", `document.getElementById("viewer").dataset.loaded === "target1_sample_1.cif" && document.getElementById("pae").dataset.drawn === "target1/pae_target1_model_1.npz"`)
+	b.waitJS("the second sample is shown", `document.getElementById("viewer").dataset.loaded === "target_1_sample_1.cif" && document.getElementById("pae").dataset.drawn === "target_1/pae_target_1_model_1.npz"`)
 	var links int
 	b.eval(`document.querySelectorAll(".downloads a").length`, &links)
 	mustf(t, links >= 6, "only %d download links", links)

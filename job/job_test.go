@@ -87,9 +87,9 @@ func TestPredictionRowJSON(t *testing.T) {
 		before map[string]any // the row as the engine wrote it before
 	}{
 		{"one chain: no interface, so iptm is null",
-			PredictionRow{ID: "target1", Status: RowOK, NChains: 1, NResidues: 22, Samples: 1, MSA: true, RuntimeS: 12.5,
+			PredictionRow{ID: "target_1", Status: RowOK, NChains: 1, NResidues: 22, Samples: 1, MSA: true, RuntimeS: 12.5,
 				Scores: &Scores{PLDDT: 0.8, PTM: 0.7, ComplexPLDDT: f(0.8), ConfidenceScore: f(0.78), ComplexIPLDDT: f(0.8), ComplexPDE: f(0.9), ComplexIPDE: f(1.6)}},
-			map[string]any{"id": "target1", "status": "ok", "n_chains": 1, "n_residues": 22, "samples": 1, "msa": true, "runtime_s": 12.5,
+			map[string]any{"id": "target_1", "status": "ok", "n_chains": 1, "n_residues": 22, "samples": 1, "msa": true, "runtime_s": 12.5,
 				"plddt": 0.8, "ptm": 0.7, "iptm": nil, "complex_plddt": 0.8, "confidence_score": 0.78, "complex_iplddt": 0.8, "complex_pde": 0.9, "complex_ipde": 1.6}},
 		{"a score the tool left out is null",
 			PredictionRow{ID: "ab", Status: RowOK, NChains: 2, NResidues: 30, Samples: 3, RuntimeS: 1,

@@ -186,7 +186,7 @@ func TestRunOneProtein(t *testing.T) {
 		t.Fatalf("rows %v", out.Rows)
 	}
 	row := out.Rows[0]
-	if row.ID != "target1" || row.Status != job.RowOK || row.Error != "" || row.NChains != 1 || row.NResidues != 22 ||
+	if row.ID != "target_1" || row.Status != job.RowOK || row.Error != "" || row.NChains != 1 || row.NResidues != 22 ||
 		row.Samples != 1 || !row.MSA || row.RuntimeS <= 0 || row.Affinity != nil {
 		t.Errorf("row %+v", row)
 	}
@@ -198,17 +198,17 @@ func TestRunOneProtein(t *testing.T) {
 		t.Errorf("plddt %v, complex_plddt %v, ptm %v", s.PLDDT, *s.ComplexPLDDT, s.PTM)
 	}
 	want := map[string]string{
-		"target1.cif": job.ArtifactStructure,
-		"target1/confidence_target1_model_0.json": job.ArtifactConfidence,
-		"target1/plddt_target1_model_0.npz":       job.ArtifactConfidence,
-		"target1/pde_target1_model_0.npz":         job.ArtifactConfidence,
-		"target1/pae_target1_model_0.npz":         job.ArtifactPAE,
+		"target_1.cif": job.ArtifactStructure,
+		"target_1/confidence_target_1_model_0.json": job.ArtifactConfidence,
+		"target_1/plddt_target_1_model_0.npz":       job.ArtifactConfidence,
+		"target_1/pde_target_1_model_0.npz":         job.ArtifactConfidence,
+		"target_1/pae_target_1_model_0.npz":         job.ArtifactPAE,
 	}
 	if got := paths(out.Files); !reflect.DeepEqual(got, want) {
 		t.Errorf("files %v, want %v", got, want)
 	}
 	for _, f := range out.Files {
-		if _, err := os.Stat(f.Local); err != nil || f.Target != "target1" {
+		if _, err := os.Stat(f.Local); err != nil || f.Target != "target_1" {
 			t.Errorf("file %+v: %v", f, err)
 		}
 	}
@@ -217,7 +217,7 @@ func TestRunOneProtein(t *testing.T) {
 	}
 	// Boltz's arrays are per token: the PAE is tokens × tokens, pLDDT one per token.
 	for key, shape := range map[string][]int{"plddt": {22}, "pae": {22, 22}, "pde": {22, 22}} {
-		path := fmt.Sprintf("target1/%s_target1_model_0.npz", key)
+		path := fmt.Sprintf("target_1/%s_target_1_model_0.npz", key)
 		i := slices.IndexFunc(out.Files, func(f engine.File) bool { return f.Path == path })
 		if i < 0 {
 			t.Fatalf("no %s", path)
@@ -252,26 +252,26 @@ func TestRunParams(t *testing.T) {
 		t.Errorf("row %v", row)
 	}
 	got := paths(out.Files)
-	for _, p := range []string{"target1.pdb", "target1_sample_1.pdb", "target1_sample_2.pdb"} {
+	for _, p := range []string{"target_1.pdb", "target_1_sample_1.pdb", "target_1_sample_2.pdb"} {
 		if got[p] != job.ArtifactStructure {
 			t.Errorf("no structure %s in %v", p, got)
 		}
 	}
 	// write_pae: the best sample's PAE and PDE, token by token, as <target>_pae.npz.
-	i := slices.IndexFunc(out.Files, func(f engine.File) bool { return f.Path == "target1_pae.npz" })
+	i := slices.IndexFunc(out.Files, func(f engine.File) bool { return f.Path == "target_1_pae.npz" })
 	if i < 0 || out.Files[i].Type != job.ArtifactPAE {
-		t.Fatalf("no target1_pae.npz of type pae in %v", got)
+		t.Fatalf("no target_1_pae.npz of type pae in %v", got)
 	}
 	arrays, err := npy.ReadNPZ(out.Files[i].Local)
 	if err != nil || arrays["pae"] == nil || arrays["pde"] == nil || !reflect.DeepEqual(arrays["pae"].Shape, []int{8, 8}) {
-		t.Errorf("target1_pae.npz: %v, %v; want pae and pde of 8 x 8", arrays, err)
+		t.Errorf("target_1_pae.npz: %v, %v; want pae and pde of 8 x 8", arrays, err)
 	}
 	// Samples keep Boltz's ranking: the best is the bare name, and the scores fall.
 	var scores []float64
 	for k := range 3 {
 		var c confidence
-		if err := toolkit.ReadPythonJSON(filepath.Join(h.workDir, "out/boltz_results_inputs/predictions/target1",
-			fmt.Sprintf("confidence_target1_model_%d.json", k)), &c); err != nil {
+		if err := toolkit.ReadPythonJSON(filepath.Join(h.workDir, "out/boltz_results_inputs/predictions/target_1",
+			fmt.Sprintf("confidence_target_1_model_%d.json", k)), &c); err != nil {
 			t.Fatal(err)
 		}
 		scores = append(scores, *c.ConfidenceScore)
@@ -279,7 +279,7 @@ func TestRunParams(t *testing.T) {
 	if !slices.IsSortedFunc(scores, func(a, b float64) int { return int((b - a) * 1e6) }) || *row.Scores.ConfidenceScore != scores[0] {
 		t.Errorf("scores %v by rank, row confidence_score %v", scores, *row.Scores.ConfidenceScore)
 	}
-	yaml, err := os.ReadFile(filepath.Join(h.workDir, "inputs/target1.yaml"))
+	yaml, err := os.ReadFile(filepath.Join(h.workDir, "inputs/target_1.yaml"))
 	if err != nil || !strings.Contains(string(yaml), `msa: "empty"`) {
 		t.Errorf("without the server the chain must be single-sequence:\n%s (%v)", yaml, err)
 	}
@@ -301,7 +301,7 @@ func TestRunTargetsAndFailures(t *testing.T) {
 		rows[r.ID] = r
 		sum += r.RuntimeS
 	}
-	if len(rows) != 4 || rows["good"].Status != job.RowOK || rows["target4"].Status != job.RowOK {
+	if len(rows) != 4 || rows["good"].Status != job.RowOK || rows["target_4"].Status != job.RowOK {
 		t.Fatalf("rows %+v", out.Rows)
 	}
 	if good := rows["good"]; good.NChains != 2 || good.Scores.IPTM == nil {
@@ -436,7 +436,7 @@ func TestRunAlignmentCache(t *testing.T) {
 	h := newHarness(t)
 	monomer := `{"sequence": "MKTAYIAKQRQISFVKSHFSRQ"}`
 	h.mustRun(newJob(t, monomer))
-	if !strings.Contains(h.log.String(), "Calling MSA server for target target1") {
+	if !strings.Contains(h.log.String(), "Calling MSA server for target target_1") {
 		t.Fatalf("first run did not search:\n%s", h.log.String())
 	}
 	keys, _ := filepath.Glob(filepath.Join(h.cacheDir, "msa", "*", "*"))
@@ -452,8 +452,8 @@ func TestRunAlignmentCache(t *testing.T) {
 	if !out.Rows[0].MSA || !strings.Contains(h.log.String(), "1 target(s) from the cache") {
 		t.Errorf("row %v; log %s", out.Rows[0], h.log.String())
 	}
-	yaml, _ := os.ReadFile(filepath.Join(h.workDir, "inputs/target1.yaml"))
-	if !strings.Contains(string(yaml), filepath.Join(h.workDir, "files", "target1_cached_0.csv")) {
+	yaml, _ := os.ReadFile(filepath.Join(h.workDir, "inputs/target_1.yaml"))
+	if !strings.Contains(string(yaml), filepath.Join(h.workDir, "files", "target_1_cached_0.csv")) {
 		t.Errorf("the cached alignment is not Boltz's msa:\n%s", yaml)
 	}
 
@@ -462,7 +462,7 @@ func TestRunAlignmentCache(t *testing.T) {
 	h.log = lockedBuffer{}
 	pair := `{"input": ">A|protein\nMKTAYIAKQRQISFVKSHFSRQ\n>B|protein\nGGSGGSGG\n"}`
 	h.mustRun(newJob(t, pair))
-	if !strings.Contains(h.log.String(), "Calling MSA server for target target1 with 2 sequences") {
+	if !strings.Contains(h.log.String(), "Calling MSA server for target target_1 with 2 sequences") {
 		t.Errorf("the complex was not searched:\n%s", h.log.String())
 	}
 	h.log = lockedBuffer{}

@@ -29,7 +29,7 @@ func TestAlignmentsComeFromTheCache(t *testing.T) {
 		if !strings.Contains(log, want) || searched != (i == 0) || !out.Rows[0].MSA {
 			t.Errorf("job %d: searched %v, row %+v; want %q in\n%s", i+1, searched, out.Rows[0], want, log)
 		}
-		if !strings.Contains(log, "target1 chains B (protein): main e2/colabfold_main.a3m (5 rows), paired 3 rows") {
+		if !strings.Contains(log, "target_1 chains B (protein): main e2/colabfold_main.a3m (5 rows), paired 3 rows") {
 			t.Errorf("job %d: chain B did not read its alignments:\n%s", i+1, log)
 		}
 	}

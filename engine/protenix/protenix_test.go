@@ -41,7 +41,7 @@ func TestRunOneProtein(t *testing.T) {
 		t.Fatalf("rows %v", out.Rows)
 	}
 	row := out.Rows[0]
-	if row.ID != "target1" || row.Status != job.RowOK || row.Error != "" || row.NChains != 1 || row.NResidues != 22 ||
+	if row.ID != "target_1" || row.Status != job.RowOK || row.Error != "" || row.NChains != 1 || row.NResidues != 22 ||
 		row.Samples != 1 || !row.MSA || row.RuntimeS <= 0 {
 		t.Errorf("row %+v", row)
 	}
@@ -52,14 +52,14 @@ func TestRunOneProtein(t *testing.T) {
 	if s.PLDDT < 0.55 || s.PLDDT > 0.95 || s.PTM <= 0 {
 		t.Errorf("plddt %v (the tool writes 55..95 on 0..100), ptm %v", s.PLDDT, s.PTM)
 	}
-	want := map[string]string{"target1.cif": job.ArtifactStructure,
-		"target1/target1_summary_confidence_sample_0.json": job.ArtifactConfidence,
-		"target1/target1_full_data_sample_0.json":          job.ArtifactPAE}
+	want := map[string]string{"target_1.cif": job.ArtifactStructure,
+		"target_1/target_1_summary_confidence_sample_0.json": job.ArtifactConfidence,
+		"target_1/target_1_full_data_sample_0.json":          job.ArtifactPAE}
 	if got := paths(out.Files); !reflect.DeepEqual(got, want) {
 		t.Errorf("files %v, want %v", got, want)
 	}
 	// The search went to the operator's server, which the stand-in writes into its hits.
-	searched, _ := filepath.Glob(filepath.Join(h.workDir, "out", "target1", "msa", "*", "non_pairing.a3m"))
+	searched, _ := filepath.Glob(filepath.Join(h.workDir, "out", "target_1", "msa", "*", "non_pairing.a3m"))
 	if len(searched) != 1 {
 		t.Fatalf("searched alignments %v", searched)
 	}
@@ -157,13 +157,13 @@ func TestWritePAE(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	out := h.mustRun(newJob(t, `{"model": "protenix-v2", "sequence": "MKTAYIAK", "params": {"write_pae": true, "diffusion_samples": 2}}`))
-	i := slices.IndexFunc(out.Files, func(f engine.File) bool { return f.Path == "target1_pae.npz" })
-	if i < 0 || out.Files[i].Type != job.ArtifactPAE || out.Files[i].Target != "target1" {
-		t.Fatalf("no target1_pae.npz of type pae in %v", paths(out.Files))
+	i := slices.IndexFunc(out.Files, func(f engine.File) bool { return f.Path == "target_1_pae.npz" })
+	if i < 0 || out.Files[i].Type != job.ArtifactPAE || out.Files[i].Target != "target_1" {
+		t.Fatalf("no target_1_pae.npz of type pae in %v", paths(out.Files))
 	}
 	arrays, err := npy.ReadNPZ(out.Files[i].Local)
 	if err != nil || arrays["pae"] == nil || !reflect.DeepEqual(arrays["pae"].Shape, []int{8, 8}) {
-		t.Errorf("target1_pae.npz: %v, %v; want pae of 8 x 8 tokens", arrays, err)
+		t.Errorf("target_1_pae.npz: %v, %v; want pae of 8 x 8 tokens", arrays, err)
 	}
 }
 

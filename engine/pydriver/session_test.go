@@ -337,12 +337,12 @@ func TestAFoldTakesTheJobsSeedAndWritesThePAEAskedFor(t *testing.T) {
 	if !strings.Contains(log.String(), "standin: fold seed 7") {
 		t.Errorf("the fold was not seeded with 7:\n%s", log)
 	}
-	i := slices.IndexFunc(out.Files, func(f engine.File) bool { return f.Path == "target1_pae.npz" })
+	i := slices.IndexFunc(out.Files, func(f engine.File) bool { return f.Path == "target_1_pae.npz" })
 	if i < 0 || out.Files[i].Type != job.ArtifactPAE {
-		t.Fatalf("no target1_pae.npz of type pae in %v", out.Files)
+		t.Fatalf("no target_1_pae.npz of type pae in %v", out.Files)
 	}
 	arrays, err := npy.ReadNPZ(out.Files[i].Local)
 	if err != nil || arrays["pae"] == nil || !reflect.DeepEqual(arrays["pae"].Shape, []int{8, 8}) {
-		t.Errorf("target1_pae.npz: %v, %v; want pae of 8 x 8 tokens", arrays, err)
+		t.Errorf("target_1_pae.npz: %v, %v; want pae of 8 x 8 tokens", arrays, err)
 	}
 }
