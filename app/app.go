@@ -32,6 +32,7 @@ import (
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/job"
 	"github.com/chaperone-bio/chaperone/store"
+	"github.com/chaperone-bio/chaperone/store/postgres"
 	"github.com/chaperone-bio/chaperone/store/sqlite"
 	"github.com/chaperone-bio/chaperone/worker"
 	"github.com/chaperone-bio/chaperone/worker/backend"
@@ -90,11 +91,39 @@ type Stores struct {
 	Artifacts artifact.Store
 }
 
+// Locations say where a server's state lives. Empty fields take the defaults of the data
+// folder, so that one machine needs nothing but DataDir.
+type Locations struct {
+	DataDir string
+	// Store is a postgres:// URL of a PostgreSQL database shared by replicas; empty: the
+	// embedded SQLite database chaperone.db in DataDir.
+	Store string
+	// Artifacts is a folder, shared by every replica and worker when there are several;
+	// empty: "artifacts" in DataDir.
+	Artifacts string
+}
+
 // OpenStore opens the job store of the data folder dataDir: the embedded SQLite database
-// chaperone.db. serve and keys both open it here, so that they always agree on where the
-// state is.
+// chaperone.db.
 func OpenStore(ctx context.Context, dataDir string) (store.Store, error) {
-	st, err := sqlite.Open(ctx, filepath.Join(dataDir, "chaperone.db"))
+	return OpenStoreAt(ctx, Locations{DataDir: dataDir})
+}
+
+// OpenStoreAt opens the job store that loc names. serve and keys both open it here, so
+// that they always agree on where the state is.
+func OpenStoreAt(ctx context.Context, loc Locations) (store.Store, error) {
+	var (
+		st  store.Store
+		err error
+	)
+	switch {
+	case postgres.IsURL(loc.Store):
+		st, err = postgres.Open(ctx, loc.Store)
+	case loc.Store == "":
+		st, err = sqlite.Open(ctx, filepath.Join(loc.DataDir, "chaperone.db"))
+	default:
+		err = fmt.Errorf("%q is not a postgres:// URL", loc.Store)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("opening the job store: %w", err)
 	}
@@ -104,11 +133,20 @@ func OpenStore(ctx context.Context, dataDir string) (store.Store, error) {
 // OpenStores opens both stores of the data folder dataDir: the job store of OpenStore and
 // the artifact folder "artifacts".
 func OpenStores(ctx context.Context, dataDir string) (Stores, error) {
-	st, err := OpenStore(ctx, dataDir)
+	return OpenStoresAt(ctx, Locations{DataDir: dataDir})
+}
+
+// OpenStoresAt opens both stores that loc names.
+func OpenStoresAt(ctx context.Context, loc Locations) (Stores, error) {
+	st, err := OpenStoreAt(ctx, loc)
 	if err != nil {
 		return Stores{}, err
 	}
-	arts, err := artifactfs.Open(filepath.Join(dataDir, "artifacts"))
+	dir := loc.Artifacts
+	if dir == "" {
+		dir = filepath.Join(loc.DataDir, "artifacts")
+	}
+	arts, err := artifactfs.Open(dir)
 	if err != nil {
 		st.Close()
 		return Stores{}, fmt.Errorf("opening the artifact folder: %w", err)

@@ -116,6 +116,8 @@ func serve(args []string, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", env("CHAPERONE_ADDR", "127.0.0.1:8080"), "listen address (CHAPERONE_ADDR)")
 	data := fs.String("data", env("CHAPERONE_DATA", app.DefaultDataDir), "data folder: database, artifacts, work folders (CHAPERONE_DATA)")
+	storeURL := storeFlag(fs)
+	artifacts := fs.String("artifacts", env("CHAPERONE_ARTIFACTS", ""), "artifact folder, shared by all replicas and workers; default: artifacts in --data (CHAPERONE_ARTIFACTS)")
 	slots := fs.Int("slots", envInt("CHAPERONE_SLOTS", 0), "jobs the in-process worker runs at once; 0 = one per GPU found, else 1 (CHAPERONE_SLOTS)")
 	noWorker := fs.Bool("no-worker", env("CHAPERONE_NO_WORKER", "") == "1", "serve the API without an in-process worker (CHAPERONE_NO_WORKER=1)")
 	publicURL := fs.String("public-url", env("CHAPERONE_PUBLIC_URL", ""), "public base URL, used in problem type URIs; default: from each request (CHAPERONE_PUBLIC_URL)")
@@ -186,7 +188,7 @@ func serve(args []string, stderr io.Writer) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	stores, err := app.OpenStores(ctx, *data)
+	stores, err := app.OpenStoresAt(ctx, app.Locations{DataDir: *data, Store: *storeURL, Artifacts: *artifacts})
 	if err != nil {
 		return err
 	}
@@ -248,6 +250,11 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// storeFlag defines --store, which serve and keys share so that they open the same state.
+func storeFlag(fs *flag.FlagSet) *string {
+	return fs.String("store", env("CHAPERONE_STORE", ""), "postgres://… URL of a PostgreSQL database that replicas share; default: SQLite in --data (CHAPERONE_STORE)")
+}
+
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(env(name, "")); err == nil {
 		return v
@@ -262,6 +269,7 @@ func keys(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("keys "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	data := fs.String("data", env("CHAPERONE_DATA", app.DefaultDataDir), "data folder of the server (CHAPERONE_DATA)")
+	storeURL := storeFlag(fs)
 	name := fs.String("name", "", "name of the new key (create)")
 	positional, err := parseInterleaved(fs, args[1:])
 	if err != nil {
@@ -276,7 +284,7 @@ func keys(args []string, stdout, stderr io.Writer) error {
 		return usageError{fmt.Errorf("keys: unknown subcommand %q; want create, list or revoke", args[0])}
 	}
 	ctx := context.Background()
-	st, err := app.OpenStore(ctx, *data)
+	st, err := app.OpenStoreAt(ctx, app.Locations{DataDir: *data, Store: *storeURL})
 	if err != nil {
 		return err
 	}
