@@ -1,7 +1,8 @@
 // Package pgtest starts a throwaway PostgreSQL cluster for tests: initdb and pg_ctl in a
 // temporary folder, run as an unprivileged user when the test runs as root (PostgreSQL
 // refuses to run as root). Each test gets a fresh database of its own on the one cluster
-// of its test binary. Tests skip, saying why, only when the PostgreSQL binaries are absent.
+// of its test binary. Tests skip, saying why, only when the PostgreSQL binaries are absent
+// and CHAPERONE_TEST_POSTGRES is not "required".
 //
 //	func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 //
@@ -73,6 +74,8 @@ func shared(tb testing.TB) *Cluster {
 	tb.Helper()
 	once.Do(func() { cluster, start = Start() })
 	switch {
+	case errors.Is(start, ErrNotInstalled) && os.Getenv(RequiredEnv) == "required":
+		tb.Fatalf("pgtest: %v, and %s=required", start, RequiredEnv)
 	case errors.Is(start, ErrNotInstalled):
 		tb.Skipf("pgtest: %v; install PostgreSQL (Debian: apt-get install postgresql) to run this test", start)
 	case start != nil:
@@ -80,6 +83,10 @@ func shared(tb testing.TB) *Cluster {
 	}
 	return cluster
 }
+
+// RequiredEnv names the environment variable that, set to "required" (as CI does), turns
+// the skip for missing binaries into a failure.
+const RequiredEnv = "CHAPERONE_TEST_POSTGRES"
 
 // ErrNotInstalled says that no PostgreSQL server binaries were found.
 var ErrNotInstalled = errors.New("PostgreSQL binaries (initdb, pg_ctl) not found")
