@@ -239,7 +239,7 @@ type Worker struct {
 	SeenAt time.Time
 }
 
-// Keys stores API keys, hashed.
+// Keys stores API keys and worker tokens, hashed.
 type Keys interface {
 	// CreateKey stores k; a live key with the same name is a *job.ConflictError, so
 	// that revoking by name means one key.
@@ -263,4 +263,7 @@ type Key struct {
 	Prefix    string // the first characters of the key, shown in listings
 	CreatedAt time.Time
 	RevokedAt time.Time // zero while the key is live
+	// Worker marks a worker token: good only for the worker endpoints, which in turn
+	// refuse every other key.
+	Worker bool
 }

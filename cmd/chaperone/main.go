@@ -271,6 +271,7 @@ func keys(args []string, stdout, stderr io.Writer) error {
 	data := fs.String("data", env("CHAPERONE_DATA", app.DefaultDataDir), "data folder of the server (CHAPERONE_DATA)")
 	storeURL := storeFlag(fs)
 	name := fs.String("name", "", "name of the new key (create)")
+	workerToken := fs.Bool("worker", false, "create a worker token, good only for chaperone worker --token (create)")
 	positional, err := parseInterleaved(fs, args[1:])
 	if err != nil {
 		return usageError{err}
@@ -292,24 +293,33 @@ func keys(args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "create":
 		key, rec := apikey.New(*name, time.Now())
+		rec.Worker = *workerToken
 		if err := st.CreateKey(ctx, rec); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "%s\n", key)
-		fmt.Fprintf(stderr, "Created key %s (%s). It is shown only this once; store it now.\n", rec.ID, rec.Name)
+		what := "key"
+		if rec.Worker {
+			what = "worker token"
+		}
+		fmt.Fprintf(stderr, "Created %s %s (%s). It is shown only this once; store it now.\n", what, rec.ID, rec.Name)
 	case "list":
 		ks, err := st.ListKeys(ctx)
 		if err != nil {
 			return err
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tNAME\tPREFIX\tCREATED\tREVOKED")
+		fmt.Fprintln(tw, "ID\tNAME\tKIND\tPREFIX\tCREATED\tREVOKED")
 		for _, k := range ks {
 			revoked := "-"
 			if !k.RevokedAt.IsZero() {
 				revoked = k.RevokedAt.UTC().Format(time.RFC3339)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s…\t%s\t%s\n", k.ID, k.Name, k.Prefix, k.CreatedAt.UTC().Format(time.RFC3339), revoked)
+			kind := "api"
+			if k.Worker {
+				kind = "worker"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%s\t%s\n", k.ID, k.Name, kind, k.Prefix, k.CreatedAt.UTC().Format(time.RFC3339), revoked)
 		}
 		return tw.Flush()
 	case "revoke":

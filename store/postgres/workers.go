@@ -81,9 +81,9 @@ func (s *Store) RemoveWorker(ctx context.Context, id string) error {
 // CreateKey implements store.Keys. A live key's name must be unique (a *job.ConflictError
 // otherwise), so that revoking by name means one key; the unique index decides races.
 func (s *Store) CreateKey(ctx context.Context, k store.Key) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO api_keys (id, name, hash, prefix, created_at, revoked_at)
-		VALUES ($1, $2, $3, $4, $5, $6)`,
-		k.ID, k.Name, k.Hash, k.Prefix, k.CreatedAt, tsOrNull(k.RevokedAt))
+	_, err := s.pool.Exec(ctx, `INSERT INTO api_keys (id, name, hash, prefix, created_at, revoked_at, worker)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		k.ID, k.Name, k.Hash, k.Prefix, k.CreatedAt, tsOrNull(k.RevokedAt), k.Worker)
 	if isUnique(err, "api_keys_live_name") {
 		return &job.ConflictError{Reason: fmt.Sprintf("A live key named %q exists already.", k.Name)}
 	}
@@ -93,12 +93,12 @@ func (s *Store) CreateKey(ctx context.Context, k store.Key) error {
 	return nil
 }
 
-const keyCols = `id, name, hash, prefix, created_at, revoked_at`
+const keyCols = `id, name, hash, prefix, created_at, revoked_at, worker`
 
 func scanKey(row pgx.Row) (store.Key, error) {
 	var k store.Key
 	var revoked *time.Time
-	if err := row.Scan(&k.ID, &k.Name, &k.Hash, &k.Prefix, &k.CreatedAt, &revoked); err != nil {
+	if err := row.Scan(&k.ID, &k.Name, &k.Hash, &k.Prefix, &k.CreatedAt, &revoked, &k.Worker); err != nil {
 		return store.Key{}, err
 	}
 	k.CreatedAt, k.RevokedAt = k.CreatedAt.UTC(), utc(revoked)
