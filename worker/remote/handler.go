@@ -1,0 +1,304 @@
+package remote
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/chaperone-bio/chaperone/apikey"
+	"github.com/chaperone-bio/chaperone/job"
+	"github.com/chaperone-bio/chaperone/store"
+	"github.com/chaperone-bio/chaperone/worker"
+)
+
+// Keys finds the record of a token by its hash (store.Keys.KeyByHash).
+type Keys interface {
+	KeyByHash(ctx context.Context, hash string) (*store.Key, error)
+}
+
+// HandlerConfig is what Handler serves.
+type HandlerConfig struct {
+	Queue worker.Queue
+	Keys  Keys
+	// Staging is the folder that holds artifact uploads until their last chunk arrives.
+	Staging string
+	Logger  *slog.Logger
+}
+
+// Request body caps: a completion holds the job's results, a log append what a worker
+// buffered between two flushes.
+const (
+	maxJSONBody = 64 << 20
+	maxLogBody  = 16 << 20
+)
+
+// Handler serves cfg.Queue under Prefix to requests bearing a live worker token.
+func Handler(cfg HandlerConfig) (http.Handler, error) {
+	if err := os.MkdirAll(cfg.Staging, 0o750); err != nil {
+		return nil, fmt.Errorf("remote: staging folder: %w", err)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	h := &handler{cfg: cfg, mux: http.NewServeMux()}
+	h.mux.HandleFunc("POST "+pathAnnounce, h.announce)
+	h.mux.HandleFunc("POST "+pathLease, h.lease)
+	h.mux.HandleFunc("POST "+pathHeartbeat, h.heartbeat)
+	h.mux.HandleFunc("POST "+pathComplete, h.complete)
+	h.mux.HandleFunc("POST "+pathRelease, h.release)
+	h.mux.HandleFunc("POST "+pathRemove, h.remove)
+	h.mux.HandleFunc("POST "+Prefix+"jobs/{id}/attempts/{attempt}/log", h.appendLog)
+	h.mux.HandleFunc("PUT "+Prefix+"jobs/{id}/attempts/{attempt}/artifacts/{path...}", h.putArtifact)
+	h.mux.HandleFunc("HEAD "+Prefix+"jobs/{id}/attempts/{attempt}/artifacts/{path...}", h.uploadOffset)
+	return h, nil
+}
+
+type handler struct {
+	cfg HandlerConfig
+	mux *http.ServeMux
+	// uploads serialises the chunks of one staged upload.
+	uploads sync.Map // staging file name -> *sync.Mutex
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := h.authorize(r); err != nil {
+		h.fail(w, err)
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+// authorize accepts a live worker token, and nothing else: not an API key.
+func (h *handler) authorize(r *http.Request) error {
+	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	token = strings.TrimSpace(token)
+	if !strings.EqualFold(scheme, "Bearer") || !apikey.WellFormed(token) {
+		return ErrUnauthorized
+	}
+	hash := apikey.Hash(token)
+	k, err := h.cfg.Keys.KeyByHash(r.Context(), hash)
+	if errors.Is(err, job.ErrNotFound) {
+		return ErrUnauthorized
+	}
+	if err != nil {
+		return err
+	}
+	if subtle.ConstantTimeCompare([]byte(k.Hash), []byte(hash)) != 1 || !k.RevokedAt.IsZero() || !k.Worker {
+		return ErrUnauthorized
+	}
+	return nil
+}
+
+// badRequest is a request the handler cannot read.
+type badRequest struct{ error }
+
+func (h *handler) fail(w http.ResponseWriter, err error) {
+	status, code := http.StatusInternalServerError, codeInternal
+	var bad badRequest
+	switch {
+	case errors.Is(err, job.ErrLeaseLost):
+		status, code = http.StatusConflict, codeLeaseLost
+	case errors.Is(err, ErrUnauthorized):
+		status, code = http.StatusUnauthorized, codeUnauthorized
+	case errors.As(err, &bad):
+		status, code = http.StatusBadRequest, codeBadRequest
+	default:
+		h.cfg.Logger.Warn("worker endpoint failed", "error", err.Error())
+	}
+	writeJSON(w, status, errorBody{Error: code, Message: err.Error()})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxJSONBody)).Decode(v); err != nil {
+		return badRequest{fmt.Errorf("reading the request: %w", err)}
+	}
+	return nil
+}
+
+// call answers a JSON request with fn's result: 200 and its JSON, 204 when it has none.
+func call[In, Out any](h *handler, fn func(context.Context, In) (Out, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var in In
+		if err := readJSON(w, r, &in); err != nil {
+			h.fail(w, err)
+			return
+		}
+		out, err := fn(r.Context(), in)
+		if err != nil {
+			h.fail(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, out)
+	}
+}
+
+func (h *handler) announce(w http.ResponseWriter, r *http.Request) {
+	call(h, h.cfg.Queue.Announce)(w, r)
+}
+
+func (h *handler) lease(w http.ResponseWriter, r *http.Request) {
+	var req worker.LeaseRequest
+	if err := readJSON(w, r, &req); err != nil {
+		h.fail(w, err)
+		return
+	}
+	l, err := h.cfg.Queue.Lease(r.Context(), req)
+	switch {
+	case err != nil:
+		h.fail(w, err)
+	case l == nil:
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		writeJSON(w, http.StatusOK, l)
+	}
+}
+
+// noResult adapts a call that answers nothing to call.
+func noResult[In any](fn func(context.Context, In) error) func(context.Context, In) (struct{}, error) {
+	return func(ctx context.Context, in In) (struct{}, error) { return struct{}{}, fn(ctx, in) }
+}
+
+func (h *handler) heartbeat(w http.ResponseWriter, r *http.Request) {
+	call(h, noResult(h.cfg.Queue.Heartbeat))(w, r)
+}
+
+func (h *handler) complete(w http.ResponseWriter, r *http.Request) {
+	call(h, noResult(h.cfg.Queue.Complete))(w, r)
+}
+
+func (h *handler) release(w http.ResponseWriter, r *http.Request) {
+	call(h, noResult(func(ctx context.Context, ref workerRef) error {
+		return h.cfg.Queue.ReleaseWorker(ctx, ref.WorkerID)
+	}))(w, r)
+}
+
+func (h *handler) remove(w http.ResponseWriter, r *http.Request) {
+	call(h, noResult(func(ctx context.Context, ref workerRef) error {
+		return h.cfg.Queue.RemoveWorker(ctx, ref.WorkerID)
+	}))(w, r)
+}
+
+func (h *handler) appendLog(w http.ResponseWriter, r *http.Request) {
+	f, err := parseFence(r.PathValue("id"), r.PathValue("attempt"))
+	if err != nil {
+		h.fail(w, badRequest{err})
+		return
+	}
+	p, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxLogBody))
+	if err != nil {
+		h.fail(w, badRequest{err})
+		return
+	}
+	if err := h.cfg.Queue.AppendLog(r.Context(), f, p); err != nil {
+		h.fail(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// staged is the staging file of one artifact of one attempt, and the lock of its upload.
+func (h *handler) staged(r *http.Request) (worker.Fence, string, string, *sync.Mutex, error) {
+	f, err := parseFence(r.PathValue("id"), r.PathValue("attempt"))
+	if err != nil {
+		return f, "", "", nil, badRequest{err}
+	}
+	path := r.PathValue("path")
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%s", f.JobID, f.Attempt, path)))
+	name := filepath.Join(h.cfg.Staging, hex.EncodeToString(sum[:]))
+	mu, _ := h.uploads.LoadOrStore(name, new(sync.Mutex))
+	return f, path, name, mu.(*sync.Mutex), nil
+}
+
+// uploadOffset answers how many bytes of an upload the server holds.
+func (h *handler) uploadOffset(w http.ResponseWriter, r *http.Request) {
+	_, _, name, mu, err := h.staged(r)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	w.Header().Set(headerOffset, strconv.FormatInt(sizeOf(name), 10))
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func sizeOf(name string) int64 {
+	if st, err := os.Stat(name); err == nil {
+		return st.Size()
+	}
+	return 0
+}
+
+// putArtifact appends one chunk to a staged upload at the offset it names, and hands the
+// whole file to the queue with its last chunk. A chunk at another offset than the server
+// holds is refused with the offset the server holds, from which the client resumes.
+func (h *handler) putArtifact(w http.ResponseWriter, r *http.Request) {
+	fence, path, name, mu, err := h.staged(r)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	offset, err := strconv.ParseInt(r.Header.Get(headerOffset), 10, 64)
+	if err != nil || offset < 0 {
+		h.fail(w, badRequest{fmt.Errorf("want an %s header", headerOffset)})
+		return
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	held := sizeOf(name)
+	w.Header().Set(headerOffset, strconv.FormatInt(held, 10))
+	if offset != held {
+		writeJSON(w, http.StatusConflict, errorBody{Error: codeOffset,
+			Message: fmt.Sprintf("the server holds %d bytes of this upload, not %d", held, offset)})
+		return
+	}
+	file, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	// What arrived before a dropped connection stays: the next chunk resumes after it.
+	_, copyErr := io.Copy(file, r.Body)
+	if err := errors.Join(copyErr, file.Close()); err != nil {
+		h.fail(w, badRequest{err})
+		return
+	}
+	w.Header().Set(headerOffset, strconv.FormatInt(sizeOf(name), 10))
+	if r.Header.Get(headerComplete) != "1" {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	defer func() {
+		os.Remove(name)
+		h.uploads.Delete(name)
+	}()
+	whole, err := os.Open(name)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	defer whole.Close()
+	if err := h.cfg.Queue.PutArtifact(r.Context(), fence, path, whole); err != nil {
+		h.fail(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
