@@ -36,6 +36,7 @@ import (
 	"github.com/chaperone-bio/chaperone/store/sqlite"
 	"github.com/chaperone-bio/chaperone/worker"
 	"github.com/chaperone-bio/chaperone/worker/backend"
+	"github.com/chaperone-bio/chaperone/worker/remote"
 )
 
 // Config is one server's setup. Zero values take the embedded defaults, but for the stores,
@@ -185,6 +186,13 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	if err := addInputRules(cat, cfg.Engines); err != nil {
 		return nil, err
 	}
+	queue := backend.New(backend.Config{Store: st, Artifacts: arts, MaxAttempts: cfg.MaxAttempts,
+		LeaseTTL: cfg.LeaseTTL, Heartbeat: cfg.Heartbeat, Logger: log})
+	remoteWorkers, err := remote.Handler(remote.HandlerConfig{Queue: queue, Keys: st,
+		Staging: filepath.Join(cfg.DataDir, "uploads"), Logger: log})
+	if err != nil {
+		return nil, err
+	}
 	srv := api.New(api.Config{
 		Catalog:        cat,
 		Store:          st,
@@ -195,6 +203,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		TrustedProxies: cfg.TrustedProxies,
 		SessionSecret:  secret,
 		WorkerTTL:      cfg.LeaseTTL,
+		Workers:        remoteWorkers,
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -221,32 +230,14 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 			a.errs <- err
 		}
 	})
-	queue := backend.New(backend.Config{Store: st, Artifacts: arts, MaxAttempts: cfg.MaxAttempts,
-		LeaseTTL: cfg.LeaseTTL, Heartbeat: cfg.Heartbeat, Logger: log})
 	a.wg.Go(func() { queue.Reap(runCtx, cfg.ReapEvery) })
 	if !cfg.NoWorker {
-		reg, err := engine.NewRegistry(cfg.Engines...)
+		w, err := NewWorker(WorkerConfig{ID: cfg.WorkerID, Slots: cfg.Slots, DataDir: cfg.DataDir,
+			Engines: cfg.Engines, Tools: cfg.Tools, Limits: cfg.Limits, Queue: queue, Logger: log})
 		if err != nil {
 			a.Close()
 			return nil, err
 		}
-		w := worker.New(worker.Config{
-			ID:       cfg.WorkerID,
-			Slots:    cfg.Slots,
-			GPUs:     GPUs(),
-			Engines:  reg,
-			Tools:    cfg.Tools,
-			Queue:    queue,
-			WorkDir:  filepath.Join(cfg.DataDir, "work"),
-			CacheDir: filepath.Join(cfg.DataDir, "cache"),
-			Runtime: map[job.Kind]time.Duration{
-				job.PredictKind: cfg.Limits.PredictRuntime,
-				job.DesignKind:  cfg.Limits.DesignRuntime,
-				job.EmbedKind:   cfg.Limits.EmbedRuntime,
-			},
-			Stall:  cfg.Limits.Stall,
-			Logger: log,
-		})
 		if err := w.Start(runCtx); err != nil {
 			a.Close()
 			return nil, err
@@ -259,6 +250,51 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	}
 	log.Info("chaperone serving", "url", a.URL, "data", cfg.DataDir, "worker", !cfg.NoWorker, "slots", cfg.Slots)
 	return a, nil
+}
+
+// WorkerConfig is one worker's setup: the in-process worker of a server, or a worker on
+// another machine (chaperone worker) whose Queue reaches the server over HTTP.
+type WorkerConfig struct {
+	ID      string
+	Slots   int // 0: one per GPU found, else 1
+	DataDir string
+	Engines []engine.Engine
+	Tools   engine.Tools
+	// Limits give the runtime caps and the stall timeout; zero fields take the catalog's
+	// defaults.
+	Limits catalog.Limits
+	Queue  worker.Queue
+	Logger *slog.Logger
+}
+
+// NewWorker makes a worker with its work and cache folders in cfg.DataDir, running the
+// jobs of cfg.Queue on its GPUs.
+func NewWorker(cfg WorkerConfig) (*worker.Worker, error) {
+	reg, err := engine.NewRegistry(cfg.Engines...)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Slots == 0 {
+		cfg.Slots = max(1, len(GPUs()))
+	}
+	limits := catalog.New(cfg.Limits).Limits
+	return worker.New(worker.Config{
+		ID:       cfg.ID,
+		Slots:    cfg.Slots,
+		GPUs:     GPUs(),
+		Engines:  reg,
+		Tools:    cfg.Tools,
+		Queue:    cfg.Queue,
+		WorkDir:  filepath.Join(cfg.DataDir, "work"),
+		CacheDir: filepath.Join(cfg.DataDir, "cache"),
+		Runtime: map[job.Kind]time.Duration{
+			job.PredictKind: limits.PredictRuntime,
+			job.DesignKind:  limits.DesignRuntime,
+			job.EmbedKind:   limits.EmbedRuntime,
+		},
+		Stall:  limits.Stall,
+		Logger: cfg.Logger,
+	}), nil
 }
 
 // Err delivers a failure of the HTTP server or the worker.

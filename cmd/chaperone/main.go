@@ -38,7 +38,8 @@ const usage = `chaperone: a self-hostable server for biomolecular machine learni
 
 Usage:
   chaperone serve [flags]             run the API and an in-process worker
-  chaperone keys create --name NAME   issue an API key (printed once)
+  chaperone worker --server URL       run jobs of a server on this machine (a GPU node)
+  chaperone keys create --name NAME   issue an API key (printed once); --worker: a worker token
   chaperone keys list                 list keys (never the keys themselves)
   chaperone keys revoke ID|NAME       revoke a key
   chaperone version
@@ -77,6 +78,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = serve(args[1:], stderr)
 	case "keys":
 		err = keys(args[1:], stdout, stderr)
+	case "worker":
+		err = runWorker(args[1:], stderr)
 	case "predict", "design", "embed", "jobs", "models":
 		return clientCommand(args, stdout, stderr)
 	case "version":
@@ -123,20 +126,7 @@ func serve(args []string, stderr io.Writer) error {
 	publicURL := fs.String("public-url", env("CHAPERONE_PUBLIC_URL", ""), "public base URL, used in problem type URIs; default: from each request (CHAPERONE_PUBLIC_URL)")
 	logLevel := fs.String("log-level", env("CHAPERONE_LOG_LEVEL", "info"), "debug, info, warn or error (CHAPERONE_LOG_LEVEL)")
 	msaServer := fs.String("msa-server", env("CHAPERONE_MSA_SERVER", engine.DefaultMSAServer), "ColabFold-compatible MMseqs2 server that use_msa_server sends protein sequences to; self-host one to keep them private (CHAPERONE_MSA_SERVER)")
-	tools := engine.Tools{}
-	for _, kv := range os.Environ() {
-		if name, path, ok := strings.Cut(strings.TrimPrefix(kv, "CHAPERONE_TOOL_"), "="); ok && strings.HasPrefix(kv, "CHAPERONE_TOOL_") {
-			tools[strings.ToLower(name)] = path
-		}
-	}
-	fs.Func("tool", "NAME=PATH: run the upstream tool NAME from PATH instead of PATH lookup; repeatable (CHAPERONE_TOOL_<NAME>=PATH)", func(v string) error {
-		name, path, ok := strings.Cut(v, "=")
-		if !ok || name == "" || path == "" {
-			return fmt.Errorf("want NAME=PATH, got %q", v)
-		}
-		tools[name] = path
-		return nil
-	})
+	tools := toolsFlag(fs)
 	var proxies []netip.Prefix
 	addProxies := func(v string) error {
 		for _, s := range strings.Split(v, ",") {
@@ -248,6 +238,25 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 		positional = append(positional, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
+}
+
+// toolsFlag defines --tool, which serve and worker share, with CHAPERONE_TOOL_<NAME>.
+func toolsFlag(fs *flag.FlagSet) engine.Tools {
+	tools := engine.Tools{}
+	for _, kv := range os.Environ() {
+		if name, path, ok := strings.Cut(strings.TrimPrefix(kv, "CHAPERONE_TOOL_"), "="); ok && strings.HasPrefix(kv, "CHAPERONE_TOOL_") {
+			tools[strings.ToLower(name)] = path
+		}
+	}
+	fs.Func("tool", "NAME=PATH: run the upstream tool NAME from PATH instead of PATH lookup; repeatable (CHAPERONE_TOOL_<NAME>=PATH)", func(v string) error {
+		name, path, ok := strings.Cut(v, "=")
+		if !ok || name == "" || path == "" {
+			return fmt.Errorf("want NAME=PATH, got %q", v)
+		}
+		tools[name] = path
+		return nil
+	})
+	return tools
 }
 
 // storeFlag defines --store, which serve and keys share so that they open the same state.
