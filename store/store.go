@@ -175,11 +175,17 @@ type Queue interface {
 	// now: a worker that restarts under the same id calls it, since it knows that the jobs
 	// it held died with it. It is conditional as RecoverExpired is.
 	ReleaseWorker(ctx context.Context, workerID string, now time.Time, maxAttempts int) ([]Recovered, error)
+	// HandBack returns every job still leased by workerID to the queue, as ReleaseWorker
+	// does, except that the attempts it ends do not count against maxAttempts of later
+	// recoveries: a worker shutting down cleanly (a rolling restart) stopped them itself,
+	// and the jobs did nothing to deserve a lost attempt. Attempt numbers still only grow,
+	// so that every lease keeps a fence of its own. No job fails here.
+	HandBack(ctx context.Context, workerID string, now time.Time) ([]Recovered, error)
 	// QueueDepth counts queued jobs.
 	QueueDepth(ctx context.Context) (int, error)
 }
 
-// Recovered is one attempt that RecoverExpired or ReleaseWorker ended: the job is queued
+// Recovered is one attempt that RecoverExpired, ReleaseWorker or HandBack ended: the job is queued
 // again, or failed when Failed. Its worker's files of that attempt are abandoned.
 type Recovered struct {
 	ID      string

@@ -171,9 +171,41 @@ func (s *Store) ReleaseWorker(ctx context.Context, workerID string, now time.Tim
 	return s.recover(ctx, now, maxAttempts, `worker_id = $2`, workerID)
 }
 
+// HandBack implements store.Queue. The attempts it ends are counted in handbacks, which
+// recover subtracts.
+func (s *Store) HandBack(ctx context.Context, workerID string, now time.Time) ([]store.Recovered, error) {
+	var out []store.Recovered
+	err := s.write(ctx, func(tx pgx.Tx, changed func(...string)) error {
+		rows, err := tx.Query(ctx, `UPDATE jobs SET status = 'queued', handbacks = handbacks + 1,
+			stage = '', progress = NULL, done = 0, total = 0, worker_id = '', lease_expires_at = NULL,
+			started_at = NULL, last_activity_at = NULL
+			WHERE status = 'running' AND worker_id = $1
+			RETURNING id, attempt, false`, workerID)
+		if err != nil {
+			return fmt.Errorf("postgres: handing back: %w", err)
+		}
+		out, err = pgx.CollectRows(rows, pgx.RowToStructByPos[store.Recovered])
+		if err != nil {
+			return fmt.Errorf("postgres: handing back: %w", err)
+		}
+		for _, r := range out {
+			changed(r.ID)
+		}
+		if len(out) > 0 {
+			changed("")
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // recover puts the running jobs that match back in the queue, or fails those that have
 // used maxAttempts (below 1 is taken as 1). A requeued job looks as it did before its first
-// lease, except that its attempt count stays. Choosing and changing are one UPDATE, which
+// lease, except that its attempt count stays; attempts handed back do not count as used.
+// Choosing and changing are one UPDATE, which
 // PostgreSQL rechecks on each row it locked: of concurrent reapers exactly one recovers an
 // attempt, and a job leased again in between no longer matches.
 func (s *Store) recover(ctx context.Context, now time.Time, maxAttempts int, match string, arg any) ([]store.Recovered, error) {
@@ -182,16 +214,16 @@ func (s *Store) recover(ctx context.Context, now time.Time, maxAttempts int, mat
 	err := s.write(ctx, func(tx pgx.Tx, changed func(...string)) error {
 		out = nil
 		rows, err := tx.Query(ctx, `UPDATE jobs SET
-			status = CASE WHEN attempt >= $1 THEN 'failed' ELSE 'queued' END,
-			finished_at = CASE WHEN attempt >= $1 THEN $3 ELSE finished_at END,
-			stage = CASE WHEN attempt >= $1 THEN stage ELSE '' END,
-			progress = CASE WHEN attempt >= $1 THEN progress END,
-			done = CASE WHEN attempt >= $1 THEN done ELSE 0 END,
-			total = CASE WHEN attempt >= $1 THEN total ELSE 0 END,
-			worker_id = CASE WHEN attempt >= $1 THEN worker_id ELSE '' END,
-			lease_expires_at = CASE WHEN attempt >= $1 THEN lease_expires_at END,
-			started_at = CASE WHEN attempt >= $1 THEN started_at END,
-			last_activity_at = CASE WHEN attempt >= $1 THEN last_activity_at END
+			status = CASE WHEN attempt - handbacks >= $1 THEN 'failed' ELSE 'queued' END,
+			finished_at = CASE WHEN attempt - handbacks >= $1 THEN $3 ELSE finished_at END,
+			stage = CASE WHEN attempt - handbacks >= $1 THEN stage ELSE '' END,
+			progress = CASE WHEN attempt - handbacks >= $1 THEN progress END,
+			done = CASE WHEN attempt - handbacks >= $1 THEN done ELSE 0 END,
+			total = CASE WHEN attempt - handbacks >= $1 THEN total ELSE 0 END,
+			worker_id = CASE WHEN attempt - handbacks >= $1 THEN worker_id ELSE '' END,
+			lease_expires_at = CASE WHEN attempt - handbacks >= $1 THEN lease_expires_at END,
+			started_at = CASE WHEN attempt - handbacks >= $1 THEN started_at END,
+			last_activity_at = CASE WHEN attempt - handbacks >= $1 THEN last_activity_at END
 			WHERE status = 'running' AND `+match+`
 			RETURNING id, attempt, status = 'failed'`, maxAttempts, arg, now)
 		if err != nil {
