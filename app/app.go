@@ -77,6 +77,7 @@ type App struct {
 	API       *api.Server
 
 	http   *http.Server
+	worker *worker.Worker // nil without an in-process worker
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	errs   chan error
@@ -242,6 +243,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 			a.Close()
 			return nil, err
 		}
+		a.worker = w
 		a.wg.Go(func() {
 			if err := w.Wait(); err != nil {
 				a.errs <- fmt.Errorf("worker: %w", err)
@@ -295,6 +297,15 @@ func NewWorker(cfg WorkerConfig) (*worker.Worker, error) {
 		Stall:  limits.Stall,
 		Logger: cfg.Logger,
 	}), nil
+}
+
+// Drain stops the in-process worker taking work and returns once its running jobs ended, or
+// with ctx's error; the API goes on serving meanwhile. Close then hands back what still runs.
+func (a *App) Drain(ctx context.Context) error {
+	if a.worker == nil {
+		return nil
+	}
+	return a.worker.Drain(ctx)
 }
 
 // Err delivers a failure of the HTTP server or the worker.

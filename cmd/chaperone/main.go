@@ -120,6 +120,7 @@ func serve(args []string, stderr io.Writer) error {
 	addr := fs.String("addr", env("CHAPERONE_ADDR", "127.0.0.1:8080"), "listen address (CHAPERONE_ADDR)")
 	data := fs.String("data", env("CHAPERONE_DATA", app.DefaultDataDir), "data folder: database, artifacts, work folders (CHAPERONE_DATA)")
 	storeURL := storeFlag(fs)
+	drainTimeout := drainFlag(fs)
 	artifacts := fs.String("artifacts", env("CHAPERONE_ARTIFACTS", ""), "artifact folder, shared by all replicas and workers; default: artifacts in --data (CHAPERONE_ARTIFACTS)")
 	slots := fs.Int("slots", envInt("CHAPERONE_SLOTS", 0), "jobs the in-process worker runs at once; 0 = one per GPU found, else 1 (CHAPERONE_SLOTS)")
 	noWorker := fs.Bool("no-worker", env("CHAPERONE_NO_WORKER", "") == "1", "serve the API without an in-process worker (CHAPERONE_NO_WORKER=1)")
@@ -203,7 +204,8 @@ func serve(args []string, stderr io.Writer) error {
 	}
 	select {
 	case <-ctx.Done():
-		logger.Info("shutting down")
+		stop() // a second signal ends the process at once
+		drain(logger, *drainTimeout, a.Drain)
 	case err = <-a.Err():
 	}
 	return errors.Join(err, a.Close(), stores.Close())
@@ -257,6 +259,29 @@ func toolsFlag(fs *flag.FlagSet) engine.Tools {
 		return nil
 	})
 	return tools
+}
+
+// drainFlag defines --drain-timeout, which serve and worker share.
+func drainFlag(fs *flag.FlagSet) *time.Duration {
+	def := defaultDrain
+	if v, err := time.ParseDuration(env("CHAPERONE_DRAIN_TIMEOUT", "")); err == nil {
+		def = v
+	}
+	return fs.Duration("drain-timeout", def, "on SIGTERM, how long running jobs may go on before they are stopped and handed back to the queue (without using up an attempt); a second signal stops at once (CHAPERONE_DRAIN_TIMEOUT)")
+}
+
+// defaultDrain lets a typical structure prediction finish during a rolling restart.
+const defaultDrain = 10 * time.Minute
+
+// drain stops taking work and waits for running jobs, up to timeout.
+func drain(logger *slog.Logger, timeout time.Duration, drainFn func(context.Context) error) {
+	logger.Info("draining: no new jobs; running ones may finish", "timeout", timeout.String())
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := drainFn(ctx); err != nil {
+		logger.Warn("drain timed out; stopping the jobs still running and handing them back")
+	}
+	logger.Info("shutting down")
 }
 
 // storeFlag defines --store, which serve and keys share so that they open the same state.

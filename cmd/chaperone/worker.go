@@ -30,6 +30,7 @@ func runWorker(args []string, stderr io.Writer) error {
 	logLevel := fs.String("log-level", env("CHAPERONE_LOG_LEVEL", "info"), "debug, info, warn or error (CHAPERONE_LOG_LEVEL)")
 	msaServer := fs.String("msa-server", env("CHAPERONE_MSA_SERVER", engine.DefaultMSAServer), "ColabFold-compatible MMseqs2 server for use_msa_server (CHAPERONE_MSA_SERVER)")
 	tools := toolsFlag(fs)
+	drainTimeout := drainFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -58,13 +59,18 @@ func runWorker(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	signaled, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The worker's own context outlives the signal by the drain.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	if err := w.Start(ctx); err != nil {
 		return err
 	}
 	logger.Info("chaperone worker running", "server", *server, "id", *id)
-	<-ctx.Done()
-	logger.Info("shutting down")
+	<-signaled.Done()
+	stop() // a second signal ends the process at once
+	drain(logger, *drainTimeout, w.Drain)
+	cancel()
 	return w.Wait()
 }

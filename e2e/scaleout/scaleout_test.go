@@ -32,6 +32,9 @@ import (
 	"github.com/chaperone-bio/chaperone/worker/remote"
 )
 
+// drainTimeout is how long a worker process drains on SIGTERM.
+const drainTimeout = 20 * time.Second
+
 // workerEnv, when set to "URL TOKEN ID DIR", makes the test binary a remote worker
 // instead of running tests.
 const workerEnv = "CHAPERONE_SCALEOUT_WORKER"
@@ -45,16 +48,16 @@ func TestMain(m *testing.M) {
 }
 
 // runWorker is a remote worker with the test engine, as chaperone worker runs the real
-// ones; it prints "ready" once the server knows it.
+// ones: it prints "ready" once the server knows it, and on SIGTERM drains for up to
+// drainTimeout before it stops.
 func runWorker(args []string) {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	signaled, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	q, err := remote.NewClient(args[0], args[1])
 	if err == nil {
-		var w interface {
-			Start(context.Context) error
-			Wait() error
-		}
+		var w *worker.Worker
 		w, err = app.NewWorker(app.WorkerConfig{ID: args[2], Slots: 1, DataDir: args[3],
 			Engines: []engine.Engine{enginetest.New("boltz2")}, Queue: q,
 			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
@@ -63,7 +66,11 @@ func runWorker(args []string) {
 		}
 		if err == nil {
 			fmt.Println("ready")
-			<-ctx.Done()
+			<-signaled.Done()
+			drained, done := context.WithTimeout(context.Background(), drainTimeout)
+			_ = w.Drain(drained) // past the timeout, Wait hands back what still runs
+			done()
+			cancel()
 			err = w.Wait()
 		}
 	}
@@ -246,6 +253,32 @@ func TestScaleOut(t *testing.T) {
 		}
 		if j.Attempt != 2 || j.WorkerID == "" || workers[j.WorkerID] == victim {
 			t.Errorf("the job finished at attempt %d on %q; want attempt 2 on the surviving worker", j.Attempt, j.WorkerID)
+		}
+	})
+
+	t.Run("SIGTERM: the worker finishes its job before it stops", func(t *testing.T) {
+		id := create(t, a, "slow:10")
+		waitStatus(t, b, id, "running", 20*time.Second)
+		j, err := a.Store.GetJob(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, ok := workers[j.WorkerID]
+		if !ok || w.ProcessState != nil {
+			t.Fatalf("job %s runs on %q, not on a live test worker", id, j.WorkerID)
+		}
+		if err := w.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Wait(); err != nil {
+			t.Fatalf("the worker exited with %v after SIGTERM", err)
+		}
+		j, err = a.Store.GetJob(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.Status != "succeeded" || j.Attempt != 1 {
+			t.Errorf("after the worker drained and stopped, the job is %s at attempt %d; want succeeded at 1", j.Status, j.Attempt)
 		}
 	})
 

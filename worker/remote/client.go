@@ -148,6 +148,11 @@ func (c *Client) ReleaseWorker(ctx context.Context, workerID string) error {
 	return c.post(ctx, pathRelease, workerRef{WorkerID: workerID}, nil)
 }
 
+// HandBack implements worker.Queue.
+func (c *Client) HandBack(ctx context.Context, workerID string) error {
+	return c.post(ctx, pathHandBack, workerRef{WorkerID: workerID}, nil)
+}
+
 // RemoveWorker implements worker.Queue.
 func (c *Client) RemoveWorker(ctx context.Context, workerID string) error {
 	return c.post(ctx, pathRemove, workerRef{WorkerID: workerID}, nil)

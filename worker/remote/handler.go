@@ -58,6 +58,7 @@ func Handler(cfg HandlerConfig) (http.Handler, error) {
 	h.mux.HandleFunc("POST "+pathHeartbeat, h.heartbeat)
 	h.mux.HandleFunc("POST "+pathComplete, h.complete)
 	h.mux.HandleFunc("POST "+pathRelease, h.release)
+	h.mux.HandleFunc("POST "+pathHandBack, h.handBack)
 	h.mux.HandleFunc("POST "+pathRemove, h.remove)
 	h.mux.HandleFunc("POST "+Prefix+"jobs/{id}/attempts/{attempt}/log", h.appendLog)
 	h.mux.HandleFunc("PUT "+Prefix+"jobs/{id}/attempts/{attempt}/artifacts/{path...}", h.putArtifact)
@@ -187,6 +188,12 @@ func (h *handler) complete(w http.ResponseWriter, r *http.Request) {
 func (h *handler) release(w http.ResponseWriter, r *http.Request) {
 	call(h, noResult(func(ctx context.Context, ref workerRef) error {
 		return h.cfg.Queue.ReleaseWorker(ctx, ref.WorkerID)
+	}))(w, r)
+}
+
+func (h *handler) handBack(w http.ResponseWriter, r *http.Request) {
+	call(h, noResult(func(ctx context.Context, ref workerRef) error {
+		return h.cfg.Queue.HandBack(ctx, ref.WorkerID)
 	}))(w, r)
 }
 

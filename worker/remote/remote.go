@@ -31,6 +31,7 @@ const (
 	pathHeartbeat = Prefix + "heartbeat"
 	pathComplete  = Prefix + "complete"
 	pathRelease   = Prefix + "release"
+	pathHandBack  = Prefix + "hand-back"
 	pathRemove    = Prefix + "remove"
 )
 
