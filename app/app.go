@@ -27,6 +27,7 @@ import (
 	"github.com/chaperone-bio/chaperone/api"
 	"github.com/chaperone-bio/chaperone/artifact"
 	artifactfs "github.com/chaperone-bio/chaperone/artifact/fs"
+	"github.com/chaperone-bio/chaperone/artifact/s3"
 	"github.com/chaperone-bio/chaperone/bio"
 	"github.com/chaperone-bio/chaperone/catalog"
 	"github.com/chaperone-bio/chaperone/engine"
@@ -100,8 +101,9 @@ type Locations struct {
 	// Store is a postgres:// URL of a PostgreSQL database shared by replicas; empty: the
 	// embedded SQLite database chaperone.db in DataDir.
 	Store string
-	// Artifacts is a folder, shared by every replica and worker when there are several;
-	// empty: "artifacts" in DataDir.
+	// Artifacts is an s3://bucket/prefix location (endpoint, region and credentials from
+	// the standard AWS environment, see artifact/s3.ConfigFromEnv) or a folder, shared by
+	// every replica when there are several; empty: "artifacts" in DataDir.
 	Artifacts string
 }
 
@@ -144,16 +146,27 @@ func OpenStoresAt(ctx context.Context, loc Locations) (Stores, error) {
 	if err != nil {
 		return Stores{}, err
 	}
-	dir := loc.Artifacts
-	if dir == "" {
-		dir = filepath.Join(loc.DataDir, "artifacts")
-	}
-	arts, err := artifactfs.Open(dir)
+	arts, err := openArtifacts(ctx, loc)
 	if err != nil {
 		st.Close()
-		return Stores{}, fmt.Errorf("opening the artifact folder: %w", err)
+		return Stores{}, fmt.Errorf("opening the artifact store: %w", err)
 	}
 	return Stores{Jobs: st, Artifacts: arts}, nil
+}
+
+func openArtifacts(ctx context.Context, loc Locations) (artifact.Store, error) {
+	switch {
+	case s3.IsURL(loc.Artifacts):
+		cfg, err := s3.ConfigFromEnv(loc.Artifacts)
+		if err != nil {
+			return nil, err
+		}
+		return s3.Open(ctx, cfg)
+	case loc.Artifacts == "":
+		return artifactfs.Open(filepath.Join(loc.DataDir, "artifacts"))
+	default:
+		return artifactfs.Open(loc.Artifacts)
+	}
 }
 
 // Close closes both stores; an artifact store holds something to close when it is an

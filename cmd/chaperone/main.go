@@ -121,7 +121,7 @@ func serve(args []string, stderr io.Writer) error {
 	data := fs.String("data", env("CHAPERONE_DATA", app.DefaultDataDir), "data folder: database, artifacts, work folders (CHAPERONE_DATA)")
 	storeURL := storeFlag(fs)
 	drainTimeout := drainFlag(fs)
-	artifacts := fs.String("artifacts", env("CHAPERONE_ARTIFACTS", ""), "artifact folder, shared by all replicas and workers; default: artifacts in --data (CHAPERONE_ARTIFACTS)")
+	artifacts := fs.String("artifacts", env("CHAPERONE_ARTIFACTS", ""), "s3://bucket/prefix (AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) or a folder, shared by all replicas; default: artifacts in --data (CHAPERONE_ARTIFACTS)")
 	slots := fs.Int("slots", envInt("CHAPERONE_SLOTS", 0), "jobs the in-process worker runs at once; 0 = one per GPU found, else 1 (CHAPERONE_SLOTS)")
 	noWorker := fs.Bool("no-worker", env("CHAPERONE_NO_WORKER", "") == "1", "serve the API without an in-process worker (CHAPERONE_NO_WORKER=1)")
 	publicURL := fs.String("public-url", env("CHAPERONE_PUBLIC_URL", ""), "public base URL, used in problem type URIs; default: from each request (CHAPERONE_PUBLIC_URL)")

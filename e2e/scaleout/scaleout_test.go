@@ -1,10 +1,12 @@
 // Package scaleout tests a scaled-out deployment from the outside: two serve replicas
-// without workers on one PostgreSQL database and one shared artifact folder, and two
+// without workers on one PostgreSQL database and one shared artifact store (a folder, or
+// an S3 bucket), and two
 // remote workers in processes of their own that reach the replicas over HTTP with a
 // worker token, so that a test can kill one with SIGKILL.
 package scaleout
 
 import (
+	"archive/zip"
 	"bufio"
 	"bytes"
 	"context"
@@ -24,6 +26,7 @@ import (
 
 	"github.com/chaperone-bio/chaperone/apikey"
 	"github.com/chaperone-bio/chaperone/app"
+	"github.com/chaperone-bio/chaperone/artifact/s3/s3test"
 	"github.com/chaperone-bio/chaperone/catalog"
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/enginetest"
@@ -44,7 +47,9 @@ func TestMain(m *testing.M) {
 		runWorker(strings.Fields(v))
 		return
 	}
-	os.Exit(pgtest.Main(m))
+	code := pgtest.Main(m)
+	s3test.Cleanup()
+	os.Exit(code)
 }
 
 // runWorker is a remote worker with the test engine, as chaperone worker runs the real
@@ -192,9 +197,22 @@ func waitStatus(t *testing.T, a *app.App, id, status string, timeout time.Durati
 	}
 }
 
-func TestScaleOut(t *testing.T) {
-	dbURL := pgtest.Database(t)
-	shared := t.TempDir()
+// TestScaleOutSharedFolder: the replicas share an artifact folder.
+func TestScaleOutSharedFolder(t *testing.T) {
+	scaleOut(t, pgtest.Database(t), t.TempDir())
+}
+
+// TestScaleOutS3: the replicas share an S3 bucket, configured as an operator would, with
+// an s3:// location and the AWS environment.
+func TestScaleOutS3(t *testing.T) {
+	location, env := s3test.Location(s3test.Bucket(t))
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	scaleOut(t, pgtest.Database(t), location)
+}
+
+func scaleOut(t *testing.T, dbURL, shared string) {
 	a := startReplica(t, dbURL, shared)
 	b := startReplica(t, dbURL, shared)
 
@@ -229,6 +247,14 @@ func TestScaleOut(t *testing.T) {
 		if codeA != http.StatusOK || codeB != http.StatusOK || len(fromA) == 0 || !bytes.Equal(fromA, fromB) {
 			t.Errorf("artifact %s: %d (%d bytes) from one replica, %d (%d bytes) from the other; want the same file",
 				path, codeA, len(fromA), codeB, len(fromB))
+		}
+		code, tail := call(t, http.MethodGet, b.URL+"/v1/jobs/"+id+"/artifacts/"+path, nil, "Range: bytes=1-")
+		if code != http.StatusPartialContent || len(fromA) < 2 || !bytes.Equal(tail, fromA[1:]) {
+			t.Errorf("a Range download answered %d with %d bytes, want 206 with all but the first of %d", code, len(tail), len(fromA))
+		}
+		code, zipped := call(t, http.MethodGet, b.URL+"/v1/jobs/"+id+"/archive", nil)
+		if zr, err := zip.NewReader(bytes.NewReader(zipped), int64(len(zipped))); code != http.StatusOK || err != nil || len(zr.File) == 0 {
+			t.Errorf("the archive answered %d, %d bytes (%v), want a zip of the job's files", code, len(zipped), err)
 		}
 	})
 

@@ -47,10 +47,15 @@ var (
 // Main runs the tests of m and stops the server, if one was started.
 func Main(m *testing.M) int {
 	code := m.Run()
+	Cleanup()
+	return code
+}
+
+// Cleanup stops the server, if one was started: for a TestMain that runs m itself.
+func Cleanup() {
 	if server != nil {
 		server.Stop()
 	}
-	return code
 }
 
 // ErrNotInstalled says that versitygw was not found.
@@ -86,6 +91,15 @@ func Bucket(tb testing.TB) s3.Config {
 		tb.Fatalf("s3test: creating a bucket: %v", err)
 	}
 	return cfg
+}
+
+// Location is where cfg points, as --artifacts names it, with the environment that
+// artifact/s3.ConfigFromEnv reads the rest from.
+func Location(cfg s3.Config) (string, map[string]string) {
+	return "s3://" + cfg.Bucket + "/" + cfg.Prefix, map[string]string{
+		"AWS_ENDPOINT_URL": cfg.Endpoint, "AWS_REGION": cfg.Region,
+		"AWS_ACCESS_KEY_ID": cfg.AccessKey, "AWS_SECRET_ACCESS_KEY": cfg.SecretKey,
+	}
 }
 
 // Config is the store configuration of bucket on s, under the prefix "artifacts/".
