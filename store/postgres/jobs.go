@@ -130,7 +130,11 @@ func (s *Store) CreateJob(ctx context.Context, j *job.Job, opts store.CreateOpti
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, ownerLockClass, owner); err != nil {
 			return err
 		}
-		if opts.Limits.QueuedServiceWide > 0 || opts.Limits.Retained > 0 {
+		serviceWide, err := s.needsServiceLock(ctx, tx, opts.Limits)
+		if err != nil {
+			return err
+		}
+		if serviceWide {
 			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, 0)`, serviceLockClass); err != nil {
 				return err
 			}
@@ -149,7 +153,7 @@ func (s *Store) CreateJob(ctx context.Context, j *job.Job, opts store.CreateOpti
 				return err
 			}
 		}
-		if err := checkQuotas(ctx, tx, owner, j.CreatedAt, opts.Limits); err != nil {
+		if err := checkQuotas(ctx, tx, owner, j.CreatedAt, opts.Limits, serviceWide); err != nil {
 			return err
 		}
 		created, err := scanJob(tx.QueryRow(ctx, `INSERT INTO jobs (id, owner, kind, name, model, protocol,
@@ -167,7 +171,7 @@ func (s *Store) CreateJob(ctx context.Context, j *job.Job, opts store.CreateOpti
 				return err
 			}
 		}
-		if opts.Limits.Retained > 0 {
+		if opts.Limits.Retained > 0 && serviceWide {
 			if res.Evicted, err = evict(ctx, tx, opts.Limits.Retained); err != nil {
 				return err
 			}
@@ -181,9 +185,28 @@ func (s *Store) CreateJob(ctx context.Context, j *job.Job, opts store.CreateOpti
 	return res, nil
 }
 
+// needsServiceLock reports whether a create must hold the service lock: when the queue cap
+// or retention could come into play. Without the lock, a count misses at most the creates
+// of transactions that have not committed yet, one per connection the server allows; so
+// when the counts are further than that from the limits, no set of concurrent creates can
+// cross them, and creates of different owners go on in parallel.
+func (s *Store) needsServiceLock(ctx context.Context, tx pgx.Tx, l store.Limits) (bool, error) {
+	if l.QueuedServiceWide <= 0 && l.Retained <= 0 {
+		return false, nil
+	}
+	var queued, total int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status = 'queued'), count(*) FROM jobs`).
+		Scan(&queued, &total); err != nil {
+		return false, err
+	}
+	near := func(n, limit int) bool { return limit > 0 && n+s.maxConns >= limit }
+	return near(queued, l.QueuedServiceWide) || near(total, l.Retained), nil
+}
+
 // checkQuotas refuses a create over a per-owner quota or when the service's queue is full.
-// "Now" is the job's CreatedAt, so that callers and tests control the clock.
-func checkQuotas(ctx context.Context, tx pgx.Tx, owner string, now time.Time, l store.Limits) error {
+// "Now" is the job's CreatedAt, so that callers and tests control the clock. The queue cap
+// is checked under the service lock only (needsServiceLock says when it is needed).
+func checkQuotas(ctx context.Context, tx pgx.Tx, owner string, now time.Time, l store.Limits, serviceWide bool) error {
 	if l.ActivePerOwner > 0 {
 		var n int
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM jobs
@@ -222,7 +245,7 @@ func checkQuotas(ctx context.Context, tx pgx.Tx, owner string, now time.Time, l 
 				"You created %d jobs in the last minute, the most allowed.", n)}
 		}
 	}
-	if l.QueuedServiceWide > 0 {
+	if l.QueuedServiceWide > 0 && serviceWide {
 		var n int
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE status = 'queued'`).Scan(&n); err != nil {
 			return err

@@ -4,9 +4,9 @@
 //
 // What one SQLite writer serialised, the database decides here:
 //   - creates take transaction-scoped advisory locks, one per owner (idempotency, the
-//     per-owner quotas) and, when a service-wide limit applies (queue cap, retention), one
-//     for the service, always in that order, so that quotas hold under creates from many
-//     replicas at once;
+//     per-owner quotas) and, when the queue cap or retention is within reach, one for the
+//     service, always in that order, so that quotas hold under creates from many replicas
+//     at once;
 //   - leasing picks its row with FOR UPDATE SKIP LOCKED, so workers leasing at once never
 //     wait on each other's row;
 //   - completions, heartbeats and recoveries are single UPDATEs fenced by status and
@@ -59,6 +59,9 @@ type Store struct {
 	hub  notify.Hub
 	// origin tells this store's notifications, which write delivers itself, from others'.
 	origin string
+	// maxConns is the server's max_connections: no more transactions than that are open
+	// at once (see needsServiceLock).
+	maxConns int
 
 	// session ends when the LISTEN connection it stands for is lost; watches end with it.
 	mu      sync.Mutex
@@ -87,6 +90,10 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{pool: pool, origin: rand.Text(), listenDone: make(chan struct{})}
+	if err := pool.QueryRow(ctx, `SELECT current_setting('max_connections')::int`).Scan(&s.maxConns); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
 	s.session, s.endIt = context.WithCancel(context.Background())
 	conn, err := s.listen(ctx)
 	if err != nil {

@@ -115,6 +115,9 @@ func (h *handler) fail(w http.ResponseWriter, err error) {
 		status, code = http.StatusUnauthorized, codeUnauthorized
 	case errors.As(err, &bad):
 		status, code = http.StatusBadRequest, codeBadRequest
+	case errors.Is(err, context.Canceled):
+		// The worker hung up (a long-polled lease it gave up, a worker stopping): nobody
+		// reads the answer, and nothing went wrong here.
 	default:
 		h.cfg.Logger.Warn("worker endpoint failed", "error", err.Error())
 	}

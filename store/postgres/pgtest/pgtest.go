@@ -35,10 +35,10 @@ import (
 const unprivileged = "nobody"
 
 var (
-	once    sync.Once
-	cluster *Cluster
-	start   error
-	dbSeq   atomic.Int64
+	once     sync.Once
+	cluster  *Cluster
+	startErr error
+	dbSeq    atomic.Int64
 )
 
 // Main runs the tests of m and stops the cluster, if one was started, when they are done.
@@ -72,14 +72,14 @@ func Database(tb testing.TB) string {
 
 func shared(tb testing.TB) *Cluster {
 	tb.Helper()
-	once.Do(func() { cluster, start = Start() })
+	once.Do(func() { cluster, startErr = Start() })
 	switch {
-	case errors.Is(start, ErrNotInstalled) && os.Getenv(RequiredEnv) == "required":
-		tb.Fatalf("pgtest: %v, and %s=required", start, RequiredEnv)
-	case errors.Is(start, ErrNotInstalled):
-		tb.Skipf("pgtest: %v; install PostgreSQL (Debian: apt-get install postgresql) to run this test", start)
-	case start != nil:
-		tb.Fatalf("pgtest: %v", start)
+	case errors.Is(startErr, ErrNotInstalled) && os.Getenv(RequiredEnv) == "required":
+		tb.Fatalf("pgtest: %v, and %s=required", startErr, RequiredEnv)
+	case errors.Is(startErr, ErrNotInstalled):
+		tb.Skipf("pgtest: %v; install PostgreSQL (Debian: apt-get install postgresql) to run this test", startErr)
+	case startErr != nil:
+		tb.Fatalf("pgtest: %v", startErr)
 	}
 	return cluster
 }
@@ -105,8 +105,15 @@ func (c *Cluster) URL(name string) string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", c.port, name)
 }
 
-// Start initialises and starts a new cluster listening on a free local port.
-func Start() (*Cluster, error) {
+// Start initialises and starts a new cluster listening on a free local port, tuned for
+// tests: nothing is synced to disk.
+func Start() (*Cluster, error) { return start(false) }
+
+// StartDurable is Start with PostgreSQL's durable defaults (fsync, synchronous commit),
+// for measurements.
+func StartDurable() (*Cluster, error) { return start(true) }
+
+func start(durable bool) (*Cluster, error) {
 	bin, err := findBin()
 	if err != nil {
 		return nil, err
@@ -137,8 +144,11 @@ func Start() (*Cluster, error) {
 		os.RemoveAll(c.dir)
 		return nil, err
 	}
-	opts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -c unix_socket_directories=%s -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400",
+	opts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -c unix_socket_directories=%s -c max_connections=400",
 		c.port, c.data)
+	if !durable {
+		opts += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+	}
 	if err := c.run("pg_ctl", "-D", c.data, "-l", filepath.Join(c.data, "log"), "-o", opts, "-w", "-t", "60", "start"); err != nil {
 		log, _ := os.ReadFile(filepath.Join(c.data, "log"))
 		os.RemoveAll(c.dir)
