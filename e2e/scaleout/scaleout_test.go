@@ -19,6 +19,8 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -107,11 +109,12 @@ func startReplica(t *testing.T, dbURL, artifacts string) *app.App {
 	return a
 }
 
-// startWorker starts a remote worker process on server and waits until it is ready.
-func startWorker(t *testing.T, server, token, id string) *exec.Cmd {
+// startWorker starts a remote worker process on server with its data in dir and waits
+// until it is ready.
+func startWorker(t *testing.T, server, token, id, dir string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %s %s", workerEnv, server, token, id, t.TempDir()))
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %s %s", workerEnv, server, token, id, dir))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -125,6 +128,24 @@ func startWorker(t *testing.T, server, token, id string) *exec.Cmd {
 		t.Fatalf("worker %s did not start: %q %v", id, line, err)
 	}
 	return cmd
+}
+
+// processesIn lists the processes whose working folder is dir or below it: a job's tool
+// runs in its work folder.
+func processesIn(dir string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+		if err == nil && (cwd == dir || strings.HasPrefix(cwd, dir+"/")) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // call makes one request and returns the status and body.
@@ -221,10 +242,38 @@ func scaleOut(t *testing.T, dbURL, shared string) {
 	if err := a.Store.CreateKey(context.Background(), rec); err != nil {
 		t.Fatal(err)
 	}
+	dirs := map[string]string{"gpu-1": t.TempDir(), "gpu-2": t.TempDir()}
 	workers := map[string]*exec.Cmd{
-		"gpu-1": startWorker(t, a.URL, token, "gpu-1"),
-		"gpu-2": startWorker(t, b.URL, token, "gpu-2"),
+		"gpu-1": startWorker(t, a.URL, token, "gpu-1", dirs["gpu-1"]),
+		"gpu-2": startWorker(t, b.URL, token, "gpu-2", dirs["gpu-2"]),
 	}
+
+	t.Run("a cancel through another replica stops the tool within a second", func(t *testing.T) {
+		id := create(t, a, "silent")
+		waitStatus(t, b, id, "running", 20*time.Second)
+		j, err := a.Store.GetJob(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		work := filepath.Join(dirs[j.WorkerID], "work")
+		// Another process's children give no signal to wait on: /proc is polled.
+		for deadline := time.Now().Add(10 * time.Second); len(processesIn(work)) == 0; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no process of job %s runs in %s", id, work)
+			}
+		}
+		if code, body := call(t, http.MethodPost, b.URL+"/v1/jobs/"+id+"/cancel", nil); code != http.StatusOK {
+			t.Fatalf("cancel = %d %s", code, body)
+		}
+		// The replicas' heartbeat is 100 ms here (1 s by default): the worker learns of the
+		// cancel at its next one and stops the tool's process group at once.
+		canceled := time.Now()
+		for ; len(processesIn(work)) > 0; time.Sleep(10 * time.Millisecond) {
+			if time.Since(canceled) > time.Second {
+				t.Fatalf("the tool still runs %s after the cancel", time.Since(canceled))
+			}
+		}
+	})
 
 	t.Run("create on one replica, wait and download on either", func(t *testing.T) {
 		id := create(t, a, "ok")
