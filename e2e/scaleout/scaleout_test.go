@@ -255,7 +255,7 @@ func scaleOut(t *testing.T, dbURL, shared string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		work := filepath.Join(dirs[j.WorkerID], "work")
+		work := filepath.Join(dirs[strings.TrimPrefix(j.WorkerID, "gpu-nodes/")], "work")
 		// Another process's children give no signal to wait on: /proc is polled.
 		for deadline := time.Now().Add(10 * time.Second); len(processesIn(work)) == 0; time.Sleep(10 * time.Millisecond) {
 			if time.Now().After(deadline) {
@@ -314,7 +314,7 @@ func scaleOut(t *testing.T, dbURL, shared string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		victim, ok := workers[j.WorkerID]
+		victim, ok := workers[strings.TrimPrefix(j.WorkerID, "gpu-nodes/")]
 		if !ok {
 			t.Fatalf("job %s runs on %q, not on a test worker", id, j.WorkerID)
 		}
@@ -326,7 +326,7 @@ func scaleOut(t *testing.T, dbURL, shared string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if j.Attempt != 2 || j.WorkerID == "" || workers[j.WorkerID] == victim {
+		if j.Attempt != 2 || j.WorkerID == "" || workers[strings.TrimPrefix(j.WorkerID, "gpu-nodes/")] == victim {
 			t.Errorf("the job finished at attempt %d on %q; want attempt 2 on the surviving worker", j.Attempt, j.WorkerID)
 		}
 	})
@@ -338,7 +338,7 @@ func scaleOut(t *testing.T, dbURL, shared string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w, ok := workers[j.WorkerID]
+		w, ok := workers[strings.TrimPrefix(j.WorkerID, "gpu-nodes/")]
 		if !ok || w.ProcessState != nil {
 			t.Fatalf("job %s runs on %q, not on a live test worker", id, j.WorkerID)
 		}

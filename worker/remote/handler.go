@@ -74,32 +74,45 @@ type handler struct {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if err := h.authorize(r); err != nil {
+	name, err := h.authorize(r)
+	if err != nil {
 		h.fail(w, err)
 		return
 	}
-	h.mux.ServeHTTP(w, r)
+	h.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tokenName{}, name)))
 }
 
-// authorize accepts a live worker token, and nothing else: not an API key.
-func (h *handler) authorize(r *http.Request) error {
+// tokenName is the context key of the name of the request's worker token.
+type tokenName struct{}
+
+// scoped is the worker id that the server records for id, as the worker of the request
+// names itself: under its token's name ("gpu-node-1/worker-a"), so that a token can only
+// announce, release or remove workers of its own, and two nodes that pick the same id
+// under different tokens stay apart.
+func scoped(ctx context.Context, id string) string {
+	return ctx.Value(tokenName{}).(string) + "/" + id
+}
+
+// authorize accepts a live worker token, and nothing else: not an API key. It returns the
+// token's name.
+func (h *handler) authorize(r *http.Request) (string, error) {
 	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	token = strings.TrimSpace(token)
 	if !strings.EqualFold(scheme, "Bearer") || !apikey.WellFormed(token) {
-		return ErrUnauthorized
+		return "", ErrUnauthorized
 	}
 	hash := apikey.Hash(token)
 	k, err := h.cfg.Keys.KeyByHash(r.Context(), hash)
 	if errors.Is(err, job.ErrNotFound) {
-		return ErrUnauthorized
+		return "", ErrUnauthorized
 	}
 	if err != nil {
-		return err
+		return "", err
 	}
 	if subtle.ConstantTimeCompare([]byte(k.Hash), []byte(hash)) != 1 || !k.RevokedAt.IsZero() || !k.Worker {
-		return ErrUnauthorized
+		return "", ErrUnauthorized
 	}
-	return nil
+	return k.Name, nil
 }
 
 // badRequest is a request the handler cannot read.
@@ -155,7 +168,10 @@ func call[In, Out any](h *handler, fn func(context.Context, In) (Out, error)) ht
 }
 
 func (h *handler) announce(w http.ResponseWriter, r *http.Request) {
-	call(h, h.cfg.Queue.Announce)(w, r)
+	call(h, func(ctx context.Context, a worker.Announcement) (worker.Timing, error) {
+		a.WorkerID = scoped(ctx, a.WorkerID)
+		return h.cfg.Queue.Announce(ctx, a)
+	})(w, r)
 }
 
 func (h *handler) lease(w http.ResponseWriter, r *http.Request) {
@@ -164,6 +180,7 @@ func (h *handler) lease(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
+	req.WorkerID = scoped(r.Context(), req.WorkerID)
 	l, err := h.cfg.Queue.Lease(r.Context(), req)
 	switch {
 	case err != nil:
@@ -190,19 +207,19 @@ func (h *handler) complete(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) release(w http.ResponseWriter, r *http.Request) {
 	call(h, noResult(func(ctx context.Context, ref workerRef) error {
-		return h.cfg.Queue.ReleaseWorker(ctx, ref.WorkerID)
+		return h.cfg.Queue.ReleaseWorker(ctx, scoped(ctx, ref.WorkerID))
 	}))(w, r)
 }
 
 func (h *handler) handBack(w http.ResponseWriter, r *http.Request) {
 	call(h, noResult(func(ctx context.Context, ref workerRef) error {
-		return h.cfg.Queue.HandBack(ctx, ref.WorkerID)
+		return h.cfg.Queue.HandBack(ctx, scoped(ctx, ref.WorkerID))
 	}))(w, r)
 }
 
 func (h *handler) remove(w http.ResponseWriter, r *http.Request) {
 	call(h, noResult(func(ctx context.Context, ref workerRef) error {
-		return h.cfg.Queue.RemoveWorker(ctx, ref.WorkerID)
+		return h.cfg.Queue.RemoveWorker(ctx, scoped(ctx, ref.WorkerID))
 	}))(w, r)
 }
 

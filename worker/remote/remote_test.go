@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -227,3 +228,57 @@ type lostQueue struct{ worker.Queue }
 
 func (lostQueue) Heartbeat(context.Context, worker.Heartbeat) error     { return job.ErrLeaseLost }
 func (lostQueue) AppendLog(context.Context, worker.Fence, []byte) error { return job.ErrLeaseLost }
+
+// workerIDs is a Queue that records the worker ids it is given.
+type workerIDs struct {
+	worker.Queue
+	mu  sync.Mutex
+	ids []string
+}
+
+func (q *workerIDs) record(id string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.ids = append(q.ids, id)
+}
+
+func (q *workerIDs) Announce(_ context.Context, a worker.Announcement) (worker.Timing, error) {
+	q.record(a.WorkerID)
+	return worker.Timing{LeaseTTL: time.Minute, Heartbeat: time.Second}, nil
+}
+
+func (q *workerIDs) Lease(_ context.Context, req worker.LeaseRequest) (*worker.Lease, error) {
+	q.record(req.WorkerID)
+	return nil, nil
+}
+
+func (q *workerIDs) ReleaseWorker(_ context.Context, id string) error { q.record(id); return nil }
+func (q *workerIDs) HandBack(_ context.Context, id string) error      { q.record(id); return nil }
+func (q *workerIDs) RemoveWorker(_ context.Context, id string) error  { q.record(id); return nil }
+
+// TestWorkerIDsAreScopedByToken: the server records a worker under its token's name, so a
+// token reaches no other token's workers, whatever id its worker claims.
+func TestWorkerIDsAreScopedByToken(t *testing.T) {
+	ks := &keys{}
+	q := &workerIDs{}
+	url := serve(t, q, ks, nil)
+	ctx := t.Context()
+	for _, name := range []string{"gpu-node-1", "gpu-node-2"} {
+		c := client(t, url, ks.add(name, true))
+		if _, err := c.Announce(ctx, worker.Announcement{WorkerID: "w"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Lease(ctx, worker.LeaseRequest{WorkerID: "w"}); err != nil {
+			t.Fatal(err)
+		}
+		for _, call := range []func(context.Context, string) error{c.ReleaseWorker, c.HandBack, c.RemoveWorker} {
+			if err := call(ctx, "w"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	want := slices.Concat(slices.Repeat([]string{"gpu-node-1/w"}, 5), slices.Repeat([]string{"gpu-node-2/w"}, 5))
+	if !slices.Equal(q.ids, want) {
+		t.Errorf("the server saw worker ids %q, want %q", q.ids, want)
+	}
+}
