@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/chaperone-bio/chaperone/apikey"
 	"github.com/chaperone-bio/chaperone/job"
@@ -71,6 +73,32 @@ type handler struct {
 	mux *http.ServeMux
 	// uploads serialises the chunks of one staged upload.
 	uploads sync.Map // staging file name -> *sync.Mutex
+	// swept is when stale uploads were last removed, in unix nanoseconds.
+	swept atomic.Int64
+}
+
+// Uploads that no chunk has touched for staleAfter are abandoned (their attempt lost, their
+// worker gone); the first upload after each sweepEvery removes them.
+const (
+	staleAfter = 24 * time.Hour
+	sweepEvery = time.Hour
+)
+
+// sweepStale removes abandoned uploads, at most once per sweepEvery.
+func (h *handler) sweepStale(now time.Time) {
+	last := h.swept.Load()
+	if now.UnixNano()-last < int64(sweepEvery) || !h.swept.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	entries, err := os.ReadDir(h.cfg.Staging)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && now.Sub(info.ModTime()) > staleAfter {
+			os.Remove(filepath.Join(h.cfg.Staging, e.Name()))
+		}
+	}
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -287,6 +315,9 @@ func (h *handler) putArtifact(w http.ResponseWriter, r *http.Request) {
 	if err != nil || offset < 0 {
 		h.fail(w, badRequest{fmt.Errorf("want an %s header", headerOffset)})
 		return
+	}
+	if offset == 0 {
+		h.sweepStale(time.Now())
 	}
 	mu.Lock()
 	defer mu.Unlock()

@@ -7,7 +7,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -280,5 +283,38 @@ func TestWorkerIDsAreScopedByToken(t *testing.T) {
 	want := slices.Concat(slices.Repeat([]string{"gpu-node-1/w"}, 5), slices.Repeat([]string{"gpu-node-2/w"}, 5))
 	if !slices.Equal(q.ids, want) {
 		t.Errorf("the server saw worker ids %q, want %q", q.ids, want)
+	}
+}
+
+// TestAbandonedUploadsAreSwept: an upload no chunk has touched for a day is removed when a
+// new upload starts; a recent one stays.
+func TestAbandonedUploadsAreSwept(t *testing.T) {
+	ks := &keys{}
+	staging := t.TempDir()
+	h, err := remote.Handler(remote.HandlerConfig{Queue: &recorder{}, Keys: ks, Staging: staging})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	old, recent := filepath.Join(staging, "old"), filepath.Join(staging, "recent")
+	for _, f := range []string{old, recent} {
+		if err := os.WriteFile(f, []byte("part"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	twoDaysAgo := time.Now().Add(-48 * time.Hour)
+	if err := os.Chtimes(old, twoDaysAgo, twoDaysAgo); err != nil {
+		t.Fatal(err)
+	}
+	c := client(t, srv.URL, ks.add("gpu-node-1", true))
+	if err := c.PutArtifact(t.Context(), worker.Fence{JobID: "job_1", Attempt: 1}, "t1.cif", strings.NewReader("data")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(old); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an upload abandoned two days ago is still staged (%v)", err)
+	}
+	if _, err := os.Stat(recent); err != nil {
+		t.Errorf("a recent upload was removed: %v", err)
 	}
 }
