@@ -78,6 +78,7 @@ type App struct {
 	API       *api.Server
 
 	http   *http.Server
+	remote *remote.Handler
 	worker *worker.Worker // nil without an in-process worker
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -202,7 +203,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	}
 	queue := backend.New(backend.Config{Store: st, Artifacts: arts, MaxAttempts: cfg.MaxAttempts,
 		LeaseTTL: cfg.LeaseTTL, Heartbeat: cfg.Heartbeat, Logger: log})
-	remoteWorkers, err := remote.Handler(remote.HandlerConfig{Queue: queue, Keys: st,
+	remoteWorkers, err := remote.NewHandler(remote.HandlerConfig{Queue: queue, Keys: st,
 		Staging: filepath.Join(cfg.DataDir, "uploads"), Logger: log})
 	if err != nil {
 		return nil, err
@@ -231,6 +232,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		Store:     st,
 		Artifacts: arts,
 		API:       srv,
+		remote:    remoteWorkers,
 		// No ReadTimeout or WriteTimeout: they would cut long-polls and archives that
 		// stream for as long as they take. Headers are bounded here, a create's body in
 		// the API, and an idle keep-alive connection is closed after two minutes.
@@ -332,8 +334,10 @@ func (a *App) Close() error {
 	a.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		// Shutdown does not see the long-polls held outside net/http: answer them first.
+		// Shutdown does not see the long-polls held outside net/http: answer them first,
+		// and the leases remote workers hold, which it would wait for.
 		a.API.EndHolds(ctx)
+		a.remote.Close()
 		err = a.http.Shutdown(ctx)
 		if err != nil {
 			a.http.Close()

@@ -46,15 +46,16 @@ const (
 	maxLogBody  = 16 << 20
 )
 
-// Handler serves cfg.Queue under Prefix to requests bearing a live worker token.
-func Handler(cfg HandlerConfig) (http.Handler, error) {
+// NewHandler serves cfg.Queue under Prefix to requests bearing a live worker token.
+func NewHandler(cfg HandlerConfig) (*Handler, error) {
 	if err := os.MkdirAll(cfg.Staging, 0o750); err != nil {
 		return nil, fmt.Errorf("remote: staging folder: %w", err)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	h := &handler{cfg: cfg, mux: http.NewServeMux()}
+	h := &Handler{cfg: cfg, mux: http.NewServeMux()}
+	h.closing, h.close = context.WithCancel(context.Background())
 	h.mux.HandleFunc("POST "+pathAnnounce, h.announce)
 	h.mux.HandleFunc("POST "+pathLease, h.lease)
 	h.mux.HandleFunc("POST "+pathHeartbeat, h.heartbeat)
@@ -68,9 +69,14 @@ func Handler(cfg HandlerConfig) (http.Handler, error) {
 	return h, nil
 }
 
-type handler struct {
+// Handler is the server side of the worker endpoints.
+type Handler struct {
 	cfg HandlerConfig
 	mux *http.ServeMux
+	// closing ends when the server stops: held leases answer "no job" then, so that
+	// their workers ask again, through another replica, at once.
+	closing context.Context
+	close   context.CancelFunc
 	// uploads serialises the chunks of one staged upload.
 	uploads sync.Map // staging file name -> *sync.Mutex
 	// swept is when stale uploads were last removed, in unix nanoseconds.
@@ -85,7 +91,7 @@ const (
 )
 
 // sweepStale removes abandoned uploads, at most once per sweepEvery.
-func (h *handler) sweepStale(now time.Time) {
+func (h *Handler) sweepStale(now time.Time) {
 	last := h.swept.Load()
 	if now.UnixNano()-last < int64(sweepEvery) || !h.swept.CompareAndSwap(last, now.UnixNano()) {
 		return
@@ -101,7 +107,11 @@ func (h *handler) sweepStale(now time.Time) {
 	}
 }
 
-func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// Close answers the leases held now, and any asked for later, with "no job"; the server
+// calls it as it shuts down, before it waits for open requests to finish.
+func (h *Handler) Close() { h.close() }
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	name, err := h.authorize(r)
 	if err != nil {
 		h.fail(w, err)
@@ -123,7 +133,7 @@ func scoped(ctx context.Context, id string) string {
 
 // authorize accepts a live worker token, and nothing else: not an API key. It returns the
 // token's name.
-func (h *handler) authorize(r *http.Request) (string, error) {
+func (h *Handler) authorize(r *http.Request) (string, error) {
 	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	token = strings.TrimSpace(token)
 	if !strings.EqualFold(scheme, "Bearer") || !apikey.WellFormed(token) {
@@ -146,7 +156,7 @@ func (h *handler) authorize(r *http.Request) (string, error) {
 // badRequest is a request the handler cannot read.
 type badRequest struct{ error }
 
-func (h *handler) fail(w http.ResponseWriter, err error) {
+func (h *Handler) fail(w http.ResponseWriter, err error) {
 	status, code := http.StatusInternalServerError, codeInternal
 	var bad badRequest
 	switch {
@@ -179,7 +189,7 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
 }
 
 // call answers a JSON request with fn's result: 200 and its JSON, 204 when it has none.
-func call[In, Out any](h *handler, fn func(context.Context, In) (Out, error)) http.HandlerFunc {
+func call[In, Out any](h *Handler, fn func(context.Context, In) (Out, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var in In
 		if err := readJSON(w, r, &in); err != nil {
@@ -195,22 +205,27 @@ func call[In, Out any](h *handler, fn func(context.Context, In) (Out, error)) ht
 	}
 }
 
-func (h *handler) announce(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) announce(w http.ResponseWriter, r *http.Request) {
 	call(h, func(ctx context.Context, a worker.Announcement) (worker.Timing, error) {
 		a.WorkerID = scoped(ctx, a.WorkerID)
 		return h.cfg.Queue.Announce(ctx, a)
 	})(w, r)
 }
 
-func (h *handler) lease(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) lease(w http.ResponseWriter, r *http.Request) {
 	var req worker.LeaseRequest
 	if err := readJSON(w, r, &req); err != nil {
 		h.fail(w, err)
 		return
 	}
 	req.WorkerID = scoped(r.Context(), req.WorkerID)
-	l, err := h.cfg.Queue.Lease(r.Context(), req)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	defer context.AfterFunc(h.closing, cancel)()
+	l, err := h.cfg.Queue.Lease(ctx, req)
 	switch {
+	case err != nil && h.closing.Err() != nil && r.Context().Err() == nil:
+		w.WriteHeader(http.StatusNoContent) // the server stops: no job from this one
 	case err != nil:
 		h.fail(w, err)
 	case l == nil:
@@ -225,33 +240,33 @@ func noResult[In any](fn func(context.Context, In) error) func(context.Context, 
 	return func(ctx context.Context, in In) (struct{}, error) { return struct{}{}, fn(ctx, in) }
 }
 
-func (h *handler) heartbeat(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) heartbeat(w http.ResponseWriter, r *http.Request) {
 	call(h, noResult(h.cfg.Queue.Heartbeat))(w, r)
 }
 
-func (h *handler) complete(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) complete(w http.ResponseWriter, r *http.Request) {
 	call(h, noResult(h.cfg.Queue.Complete))(w, r)
 }
 
-func (h *handler) release(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) release(w http.ResponseWriter, r *http.Request) {
 	call(h, noResult(func(ctx context.Context, ref workerRef) error {
 		return h.cfg.Queue.ReleaseWorker(ctx, scoped(ctx, ref.WorkerID))
 	}))(w, r)
 }
 
-func (h *handler) handBack(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) handBack(w http.ResponseWriter, r *http.Request) {
 	call(h, noResult(func(ctx context.Context, ref workerRef) error {
 		return h.cfg.Queue.HandBack(ctx, scoped(ctx, ref.WorkerID))
 	}))(w, r)
 }
 
-func (h *handler) remove(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) remove(w http.ResponseWriter, r *http.Request) {
 	call(h, noResult(func(ctx context.Context, ref workerRef) error {
 		return h.cfg.Queue.RemoveWorker(ctx, scoped(ctx, ref.WorkerID))
 	}))(w, r)
 }
 
-func (h *handler) appendLog(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) appendLog(w http.ResponseWriter, r *http.Request) {
 	f, err := parseFence(r.PathValue("id"), r.PathValue("attempt"))
 	if err != nil {
 		h.fail(w, badRequest{err})
@@ -270,7 +285,7 @@ func (h *handler) appendLog(w http.ResponseWriter, r *http.Request) {
 }
 
 // staged is the staging file of one artifact of one attempt, and the lock of its upload.
-func (h *handler) staged(r *http.Request) (worker.Fence, string, string, *sync.Mutex, error) {
+func (h *Handler) staged(r *http.Request) (worker.Fence, string, string, *sync.Mutex, error) {
 	f, err := parseFence(r.PathValue("id"), r.PathValue("attempt"))
 	if err != nil {
 		return f, "", "", nil, badRequest{err}
@@ -283,7 +298,7 @@ func (h *handler) staged(r *http.Request) (worker.Fence, string, string, *sync.M
 }
 
 // uploadOffset answers how many bytes of an upload the server holds.
-func (h *handler) uploadOffset(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) uploadOffset(w http.ResponseWriter, r *http.Request) {
 	_, _, name, mu, err := h.staged(r)
 	if err != nil {
 		h.fail(w, err)
@@ -305,7 +320,7 @@ func sizeOf(name string) int64 {
 // putArtifact appends one chunk to a staged upload at the offset it names, and hands the
 // whole file to the queue with its last chunk. A chunk at another offset than the server
 // holds is refused with the offset the server holds, from which the client resumes.
-func (h *handler) putArtifact(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) putArtifact(w http.ResponseWriter, r *http.Request) {
 	fence, path, name, mu, err := h.staged(r)
 	if err != nil {
 		h.fail(w, err)

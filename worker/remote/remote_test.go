@@ -64,14 +64,15 @@ func (k *keys) KeyByHash(_ context.Context, hash string) (*store.Key, error) {
 // serve serves q over HTTP through wrap (nil: as is) and returns the URL.
 func serve(t *testing.T, q worker.Queue, ks *keys, wrap func(http.Handler) http.Handler) string {
 	t.Helper()
-	h, err := remote.Handler(remote.HandlerConfig{Queue: q, Keys: ks, Staging: t.TempDir()})
+	h, err := remote.NewHandler(remote.HandlerConfig{Queue: q, Keys: ks, Staging: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
+	var served http.Handler = h
 	if wrap != nil {
-		h = wrap(h)
+		served = wrap(h)
 	}
-	srv := httptest.NewServer(h)
+	srv := httptest.NewServer(served)
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
@@ -291,7 +292,7 @@ func TestWorkerIDsAreScopedByToken(t *testing.T) {
 func TestAbandonedUploadsAreSwept(t *testing.T) {
 	ks := &keys{}
 	staging := t.TempDir()
-	h, err := remote.Handler(remote.HandlerConfig{Queue: &recorder{}, Keys: ks, Staging: staging})
+	h, err := remote.NewHandler(remote.HandlerConfig{Queue: &recorder{}, Keys: ks, Staging: staging})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,5 +317,51 @@ func TestAbandonedUploadsAreSwept(t *testing.T) {
 	}
 	if _, err := os.Stat(recent); err != nil {
 		t.Errorf("a recent upload was removed: %v", err)
+	}
+}
+
+// heldLease is a Queue whose leases wait for work that never comes; held says when one
+// waits.
+type heldLease struct {
+	worker.Queue
+	held chan struct{}
+}
+
+func (q *heldLease) Lease(ctx context.Context, _ worker.LeaseRequest) (*worker.Lease, error) {
+	q.held <- struct{}{}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestCloseAnswersHeldLeases: a server that stops answers its held leases with "no job" at
+// once, so that its workers ask again elsewhere instead of waiting out the long-poll.
+func TestCloseAnswersHeldLeases(t *testing.T) {
+	ks := &keys{}
+	q := &heldLease{held: make(chan struct{}, 1)}
+	h, err := remote.NewHandler(remote.HandlerConfig{Queue: q, Keys: ks, Staging: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	c := client(t, srv.URL, ks.add("gpu-node-1", true))
+	type answer struct {
+		l   *worker.Lease
+		err error
+	}
+	answers := make(chan answer, 1)
+	go func() {
+		l, err := c.Lease(t.Context(), worker.LeaseRequest{WorkerID: "w", Wait: time.Minute})
+		answers <- answer{l, err}
+	}()
+	<-q.held
+	h.Close()
+	select {
+	case a := <-answers:
+		if a.l != nil || a.err != nil {
+			t.Errorf("a lease held while the server stopped = %+v, %v; want no job and no error", a.l, a.err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a held lease was not answered within 5 s of Close")
 	}
 }
