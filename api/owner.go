@@ -103,7 +103,8 @@ func (s *Server) checkKey(r *http.Request, key string) (string, error) {
 	}
 	// The lookup was by hash already; comparing again in constant time keeps the decision
 	// itself free of timing differences whatever the store's index does.
-	if subtle.ConstantTimeCompare([]byte(rec.Hash), []byte(hash)) != 1 || !rec.RevokedAt.IsZero() {
+	// A worker token is good for the worker endpoints only.
+	if subtle.ConstantTimeCompare([]byte(rec.Hash), []byte(hash)) != 1 || !rec.RevokedAt.IsZero() || rec.Worker {
 		return "", errBadKey
 	}
 	return rec.ID, nil

@@ -47,7 +47,13 @@ type Config struct {
 	WorkerTTL time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Workers serves the worker protocol to workers on other machines under WorkerPrefix,
+	// with authentication of its own (worker tokens); nil serves none.
+	Workers http.Handler
 }
+
+// WorkerPrefix is where Config.Workers is served, apart from the caller routes.
+const WorkerPrefix = "/v1/worker/"
 
 // Server is the HTTP handler of the whole API.
 type Server struct {
@@ -61,6 +67,7 @@ type Server struct {
 	sessionSecret  []byte
 	workerTTL      time.Duration
 	now            func() time.Time
+	workers        http.Handler
 	mux            *http.ServeMux
 	metrics        *metrics
 	finishes       *finishWatch
@@ -82,6 +89,7 @@ func New(cfg Config) *Server {
 		sessionSecret:  cfg.SessionSecret,
 		workerTTL:      cfg.WorkerTTL,
 		now:            cfg.Now,
+		workers:        cfg.Workers,
 		mux:            http.NewServeMux(),
 	}
 	if s.log == nil {
@@ -121,6 +129,9 @@ func (s *Server) routes() {
 	handle("GET /v1/jobs/{id}/logs", s.logs)
 	handle("GET /errors/{slug}", s.errorPage)
 	s.mux.Handle("GET /metrics", s.metrics.handler())
+	if s.workers != nil {
+		s.mux.Handle(WorkerPrefix, s.workers)
+	}
 }
 
 // Handle serves pattern with h beside the API, with the API's request ids, metrics and

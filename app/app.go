@@ -27,15 +27,18 @@ import (
 	"github.com/chaperone-bio/chaperone/api"
 	"github.com/chaperone-bio/chaperone/artifact"
 	artifactfs "github.com/chaperone-bio/chaperone/artifact/fs"
+	"github.com/chaperone-bio/chaperone/artifact/s3"
 	"github.com/chaperone-bio/chaperone/bio"
 	"github.com/chaperone-bio/chaperone/catalog"
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/job"
 	"github.com/chaperone-bio/chaperone/store"
+	"github.com/chaperone-bio/chaperone/store/postgres"
 	"github.com/chaperone-bio/chaperone/store/sqlite"
 	"github.com/chaperone-bio/chaperone/web"
 	"github.com/chaperone-bio/chaperone/worker"
 	"github.com/chaperone-bio/chaperone/worker/backend"
+	"github.com/chaperone-bio/chaperone/worker/remote"
 )
 
 // Config is one server's setup. Zero values take the embedded defaults, but for the stores,
@@ -79,6 +82,8 @@ type App struct {
 	API       *api.Server
 
 	http   *http.Server
+	remote *remote.Handler
+	worker *worker.Worker // nil without an in-process worker
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	errs   chan error
@@ -94,11 +99,40 @@ type Stores struct {
 	Artifacts artifact.Store
 }
 
+// Locations say where a server's state lives. Empty fields take the defaults of the data
+// folder, so that one machine needs nothing but DataDir.
+type Locations struct {
+	DataDir string
+	// Store is a postgres:// URL of a PostgreSQL database shared by replicas; empty: the
+	// embedded SQLite database chaperone.db in DataDir.
+	Store string
+	// Artifacts is an s3://bucket/prefix location (endpoint, region and credentials from
+	// the standard AWS environment, see artifact/s3.ConfigFromEnv) or a folder, shared by
+	// every replica when there are several; empty: "artifacts" in DataDir.
+	Artifacts string
+}
+
 // OpenStore opens the job store of the data folder dataDir: the embedded SQLite database
-// chaperone.db. serve and keys both open it here, so that they always agree on where the
-// state is.
+// chaperone.db.
 func OpenStore(ctx context.Context, dataDir string) (store.Store, error) {
-	st, err := sqlite.Open(ctx, filepath.Join(dataDir, "chaperone.db"))
+	return OpenStoreAt(ctx, Locations{DataDir: dataDir})
+}
+
+// OpenStoreAt opens the job store that loc names. serve and keys both open it here, so
+// that they always agree on where the state is.
+func OpenStoreAt(ctx context.Context, loc Locations) (store.Store, error) {
+	var (
+		st  store.Store
+		err error
+	)
+	switch {
+	case postgres.IsURL(loc.Store):
+		st, err = postgres.Open(ctx, loc.Store)
+	case loc.Store == "":
+		st, err = sqlite.Open(ctx, filepath.Join(loc.DataDir, "chaperone.db"))
+	default:
+		err = fmt.Errorf("%q is not a postgres:// URL", loc.Store)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("opening the job store: %w", err)
 	}
@@ -108,16 +142,36 @@ func OpenStore(ctx context.Context, dataDir string) (store.Store, error) {
 // OpenStores opens both stores of the data folder dataDir: the job store of OpenStore and
 // the artifact folder "artifacts".
 func OpenStores(ctx context.Context, dataDir string) (Stores, error) {
-	st, err := OpenStore(ctx, dataDir)
+	return OpenStoresAt(ctx, Locations{DataDir: dataDir})
+}
+
+// OpenStoresAt opens both stores that loc names.
+func OpenStoresAt(ctx context.Context, loc Locations) (Stores, error) {
+	st, err := OpenStoreAt(ctx, loc)
 	if err != nil {
 		return Stores{}, err
 	}
-	arts, err := artifactfs.Open(filepath.Join(dataDir, "artifacts"))
+	arts, err := openArtifacts(ctx, loc)
 	if err != nil {
 		st.Close()
-		return Stores{}, fmt.Errorf("opening the artifact folder: %w", err)
+		return Stores{}, fmt.Errorf("opening the artifact store: %w", err)
 	}
 	return Stores{Jobs: st, Artifacts: arts}, nil
+}
+
+func openArtifacts(ctx context.Context, loc Locations) (artifact.Store, error) {
+	switch {
+	case s3.IsURL(loc.Artifacts):
+		cfg, err := s3.ConfigFromEnv(loc.Artifacts)
+		if err != nil {
+			return nil, err
+		}
+		return s3.Open(ctx, cfg)
+	case loc.Artifacts == "":
+		return artifactfs.Open(filepath.Join(loc.DataDir, "artifacts"))
+	default:
+		return artifactfs.Open(loc.Artifacts)
+	}
 }
 
 // Close closes both stores; an artifact store holds something to close when it is an
@@ -151,6 +205,13 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	if err := addInputRules(cat, cfg.Engines); err != nil {
 		return nil, err
 	}
+	queue := backend.New(backend.Config{Store: st, Artifacts: arts, MaxAttempts: cfg.MaxAttempts,
+		LeaseTTL: cfg.LeaseTTL, Heartbeat: cfg.Heartbeat, Logger: log})
+	remoteWorkers, err := remote.NewHandler(remote.HandlerConfig{Queue: queue, Keys: st,
+		Staging: filepath.Join(cfg.DataDir, "uploads"), Logger: log})
+	if err != nil {
+		return nil, err
+	}
 	srv := api.New(api.Config{
 		Catalog:        cat,
 		Store:          st,
@@ -161,6 +222,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		TrustedProxies: cfg.TrustedProxies,
 		SessionSecret:  secret,
 		WorkerTTL:      cfg.LeaseTTL,
+		Workers:        remoteWorkers,
 	})
 	webapp := web.New(web.Config{AssetDir: cfg.WebAssets, Logger: log})
 	srv.Handle("GET /{$}", srv.Session(webapp.Page()))
@@ -177,6 +239,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		Store:     st,
 		Artifacts: arts,
 		API:       srv,
+		remote:    remoteWorkers,
 		// No ReadTimeout or WriteTimeout: they would cut long-polls and archives that
 		// stream for as long as they take. Headers are bounded here, a create's body in
 		// the API, and an idle keep-alive connection is closed after two minutes.
@@ -190,36 +253,19 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 			a.errs <- err
 		}
 	})
-	queue := backend.New(backend.Config{Store: st, Artifacts: arts, MaxAttempts: cfg.MaxAttempts,
-		LeaseTTL: cfg.LeaseTTL, Heartbeat: cfg.Heartbeat, Logger: log})
 	a.wg.Go(func() { queue.Reap(runCtx, cfg.ReapEvery) })
 	if !cfg.NoWorker {
-		reg, err := engine.NewRegistry(cfg.Engines...)
+		w, err := NewWorker(WorkerConfig{ID: cfg.WorkerID, Slots: cfg.Slots, DataDir: cfg.DataDir,
+			Engines: cfg.Engines, Tools: cfg.Tools, Limits: cfg.Limits, Queue: queue, Logger: log})
 		if err != nil {
 			a.Close()
 			return nil, err
 		}
-		w := worker.New(worker.Config{
-			ID:       cfg.WorkerID,
-			Slots:    cfg.Slots,
-			GPUs:     GPUs(),
-			Engines:  reg,
-			Tools:    cfg.Tools,
-			Queue:    queue,
-			WorkDir:  filepath.Join(cfg.DataDir, "work"),
-			CacheDir: filepath.Join(cfg.DataDir, "cache"),
-			Runtime: map[job.Kind]time.Duration{
-				job.PredictKind: cfg.Limits.PredictRuntime,
-				job.DesignKind:  cfg.Limits.DesignRuntime,
-				job.EmbedKind:   cfg.Limits.EmbedRuntime,
-			},
-			Stall:  cfg.Limits.Stall,
-			Logger: log,
-		})
 		if err := w.Start(runCtx); err != nil {
 			a.Close()
 			return nil, err
 		}
+		a.worker = w
 		a.wg.Go(func() {
 			if err := w.Wait(); err != nil {
 				a.errs <- fmt.Errorf("worker: %w", err)
@@ -228,6 +274,60 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	}
 	log.Info("chaperone serving", "url", a.URL, "data", cfg.DataDir, "worker", !cfg.NoWorker, "slots", cfg.Slots)
 	return a, nil
+}
+
+// WorkerConfig is one worker's setup: the in-process worker of a server, or a worker on
+// another machine (chaperone worker) whose Queue reaches the server over HTTP.
+type WorkerConfig struct {
+	ID      string
+	Slots   int // 0: one per GPU found, else 1
+	DataDir string
+	Engines []engine.Engine
+	Tools   engine.Tools
+	// Limits give the runtime caps and the stall timeout; zero fields take the catalog's
+	// defaults.
+	Limits catalog.Limits
+	Queue  worker.Queue
+	Logger *slog.Logger
+}
+
+// NewWorker makes a worker with its work and cache folders in cfg.DataDir, running the
+// jobs of cfg.Queue on its GPUs.
+func NewWorker(cfg WorkerConfig) (*worker.Worker, error) {
+	reg, err := engine.NewRegistry(cfg.Engines...)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Slots == 0 {
+		cfg.Slots = max(1, len(GPUs()))
+	}
+	limits := catalog.New(cfg.Limits).Limits
+	return worker.New(worker.Config{
+		ID:       cfg.ID,
+		Slots:    cfg.Slots,
+		GPUs:     GPUs(),
+		Engines:  reg,
+		Tools:    cfg.Tools,
+		Queue:    cfg.Queue,
+		WorkDir:  filepath.Join(cfg.DataDir, "work"),
+		CacheDir: filepath.Join(cfg.DataDir, "cache"),
+		Runtime: map[job.Kind]time.Duration{
+			job.PredictKind: limits.PredictRuntime,
+			job.DesignKind:  limits.DesignRuntime,
+			job.EmbedKind:   limits.EmbedRuntime,
+		},
+		Stall:  limits.Stall,
+		Logger: cfg.Logger,
+	}), nil
+}
+
+// Drain stops the in-process worker taking work and returns once its running jobs ended, or
+// with ctx's error; the API goes on serving meanwhile. Close then hands back what still runs.
+func (a *App) Drain(ctx context.Context) error {
+	if a.worker == nil {
+		return nil
+	}
+	return a.worker.Drain(ctx)
 }
 
 // Err delivers a failure of the HTTP server or the worker.
@@ -241,8 +341,10 @@ func (a *App) Close() error {
 	a.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		// Shutdown does not see the long-polls held outside net/http: answer them first.
+		// Shutdown does not see the long-polls held outside net/http: answer them first,
+		// and the leases remote workers hold, which it would wait for.
 		a.API.EndHolds(ctx)
+		a.remote.Close()
 		err = a.http.Shutdown(ctx)
 		if err != nil {
 			a.http.Close()

@@ -176,6 +176,12 @@ type Queue interface {
 	// now: a worker that restarts under the same id calls it, since it knows that the jobs
 	// it held died with it. It is conditional as RecoverExpired is.
 	ReleaseWorker(ctx context.Context, workerID string, now time.Time, maxAttempts int) ([]Recovered, error)
+	// HandBack returns every job still leased by workerID to the queue, as ReleaseWorker
+	// does, except that the attempts it ends do not count against maxAttempts of later
+	// recoveries: a worker shutting down cleanly (a rolling restart) stopped them itself,
+	// and the jobs did nothing to deserve a lost attempt. Attempt numbers still only grow,
+	// so that every lease keeps a fence of its own. No job fails here.
+	HandBack(ctx context.Context, workerID string, now time.Time) ([]Recovered, error)
 	// QueueDepth counts queued jobs.
 	QueueDepth(ctx context.Context) (int, error)
 }
@@ -193,7 +199,7 @@ type History interface {
 	MeasuredWalls(ctx context.Context) (map[string]int, error)
 }
 
-// Recovered is one attempt that RecoverExpired or ReleaseWorker ended: the job is queued
+// Recovered is one attempt that RecoverExpired, ReleaseWorker or HandBack ended: the job is queued
 // again, or failed when Failed. Its worker's files of that attempt are abandoned.
 type Recovered struct {
 	ID      string
@@ -253,7 +259,7 @@ type Worker struct {
 	SeenAt time.Time
 }
 
-// Keys stores API keys, hashed.
+// Keys stores API keys and worker tokens, hashed.
 type Keys interface {
 	// CreateKey stores k; a live key with the same name is a *job.ConflictError, so
 	// that revoking by name means one key.
@@ -277,4 +283,7 @@ type Key struct {
 	Prefix    string // the first characters of the key, shown in listings
 	CreatedAt time.Time
 	RevokedAt time.Time // zero while the key is live
+	// Worker marks a worker token: good only for the worker endpoints, which in turn
+	// refuse every other key.
+	Worker bool
 }

@@ -38,6 +38,10 @@ type Queue interface {
 	// restarts under the same id knows that the jobs it held died with it, and one that
 	// shuts down stops its jobs first.
 	ReleaseWorker(ctx context.Context, workerID string) error
+	// HandBack hands back to the queue every job the worker holds, as ReleaseWorker does,
+	// without counting those attempts against the attempt limit: the worker is shutting
+	// down cleanly (SIGTERM, a rolling restart) and stopped them itself.
+	HandBack(ctx context.Context, workerID string) error
 	// RemoveWorker forgets a worker that shut down cleanly.
 	RemoveWorker(ctx context.Context, workerID string) error
 }

@@ -64,6 +64,10 @@ type Worker struct {
 	log  *slog.Logger
 	busy atomic.Int32
 	wg   sync.WaitGroup
+	// leasing ends when the worker stops taking work: at Drain, or when its context ends.
+	leasing     context.Context
+	stopLeasing context.CancelFunc
+	running     sync.WaitGroup // the slot goroutines, which Drain waits for
 
 	mu     sync.Mutex
 	avail  engine.Availability
@@ -125,23 +129,48 @@ func (w *Worker) Start(ctx context.Context) error {
 	if err := w.announce(ctx); err != nil {
 		return fmt.Errorf("worker: announcing: %w", err)
 	}
+	w.leasing, w.stopLeasing = context.WithCancel(ctx)
 	for _, s := range w.slots {
-		w.wg.Go(func() { w.slot(ctx, s) })
+		w.running.Add(1)
+		w.wg.Go(func() {
+			defer w.running.Done()
+			w.slot(ctx, s)
+		})
 	}
 	w.wg.Go(func() { w.keepAnnouncing(ctx) })
 	w.wg.Go(func() { w.keepChecking(ctx) })
 	return nil
 }
 
+// Drain stops the worker taking work and returns once the jobs it runs have ended, or with
+// ctx's error when ctx ends first. The worker still renews its leases meanwhile; ending its
+// context then stops what still runs, and Wait hands it back. A rolling restart drains each
+// worker before it stops, so that no job is cut off that could finish in time.
+func (w *Worker) Drain(ctx context.Context) error {
+	w.stopLeasing()
+	drained := make(chan struct{})
+	go func() {
+		w.running.Wait()
+		close(drained)
+	}()
+	select {
+	case <-drained:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // Wait returns once the worker has stopped after its context ended: running jobs were
-// stopped and handed back to the queue at once rather than after their lease expires, and
-// the slots' sessions were closed.
+// stopped and handed back to the queue at once rather than after their lease expires,
+// without counting against their attempt limit (the worker stopped them; they did nothing
+// wrong), and the slots' sessions were closed.
 func (w *Worker) Wait() error {
 	w.wg.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := w.cfg.Queue.ReleaseWorker(ctx, w.cfg.ID); err != nil {
-		w.log.Warn("releasing jobs at shutdown", "error", err.Error())
+	if err := w.cfg.Queue.HandBack(ctx, w.cfg.ID); err != nil {
+		w.log.Warn("handing back jobs at shutdown", "error", err.Error())
 	}
 	return w.cfg.Queue.RemoveWorker(ctx, w.cfg.ID)
 }
@@ -224,17 +253,17 @@ func (w *Worker) keepChecking(ctx context.Context) {
 }
 
 // slot runs one job at a time on its GPU: lease (waiting at the server for work), run,
-// repeat. When it stops, it closes its session.
+// repeat, until the worker stops leasing. When it stops, it closes its session.
 func (w *Worker) slot(ctx context.Context, s *slotState) {
 	defer w.closeSession(s)
-	for ctx.Err() == nil {
-		l, err := w.cfg.Queue.Lease(ctx, LeaseRequest{WorkerID: w.cfg.ID, Models: w.models(),
+	for w.leasing.Err() == nil {
+		l, err := w.cfg.Queue.Lease(w.leasing, LeaseRequest{WorkerID: w.cfg.ID, Models: w.models(),
 			Loaded: w.loadedModels(), Wait: w.cfg.LeaseWait})
-		if err != nil && ctx.Err() == nil {
+		if err != nil && w.leasing.Err() == nil {
 			w.log.Warn("lease failed", "error", err.Error())
 			select {
 			case <-time.After(leaseRetry):
-			case <-ctx.Done():
+			case <-w.leasing.Done():
 			}
 		}
 		if l == nil {

@@ -447,3 +447,75 @@ func TestAWorkerCutOffFromTheServerStopsItsJob(t *testing.T) {
 		t.Fatal("the worker went on running a job whose lease it could not renew")
 	}
 }
+
+// startDraining runs a worker with the test engine on a server of the fixture, for a test
+// that drains and stops it.
+func (f *fixture) startDraining(id string) (*worker.Worker, context.CancelFunc) {
+	f.t.Helper()
+	reg, err := engine.NewRegistry(enginetest.New("boltz2"))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := worker.New(worker.Config{ID: id, Slots: 1, Engines: reg, Queue: f.server(safeLease),
+		WorkDir: filepath.Join(f.dir, "work-"+id), Logger: discard})
+	if err := w.Start(ctx); err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { cancel(); w.Wait() })
+	return w, cancel
+}
+
+// TestDrainLetsRunningJobsFinish: a draining worker finishes the job it runs and takes no
+// other.
+func TestDrainLetsRunningJobsFinish(t *testing.T) {
+	f := newFixture(t)
+	w, _ := f.startDraining("w-drain")
+	id := f.submit(enginetest.Slow + ":5")
+	f.waitJob(id, func(j *job.Job) bool { return j.Status == job.Running })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := w.Drain(ctx); err != nil {
+		t.Fatalf("Drain: %v", err)
+	}
+	if j := f.waitJob(id, func(*job.Job) bool { return true }); j.Status != job.Succeeded {
+		t.Errorf("after the drain the job is %s, want it finished", j.Status)
+	}
+}
+
+// TestAJobStoppedAtShutdownIsHandedBack: what a drain could not wait for is stopped and
+// handed back without using up an attempt.
+func TestAJobStoppedAtShutdownIsHandedBack(t *testing.T) {
+	f := newFixture(t)
+	w, stop := f.startDraining("w-stop")
+	id := f.submit(enginetest.Hang)
+	f.waitJob(id, func(j *job.Job) bool { return j.Status == job.Running })
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := w.Drain(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Drain of a hanging job = %v, want the deadline", err)
+	}
+	stop()
+	if err := w.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	j := f.waitJob(id, func(*job.Job) bool { return true })
+	if j.Status != job.Queued || j.Attempt != 1 {
+		t.Fatalf("after the shutdown the job is %s at attempt %d, want queued at 1", j.Status, j.Attempt)
+	}
+	// Its next two attempts are both lost: the hand-back did not count, so only the
+	// second of them fails the job (the limit is 2).
+	q := f.server(safeLease)
+	for _, want := range []job.Status{job.Queued, job.Failed} {
+		l, err := q.Lease(context.Background(), worker.LeaseRequest{WorkerID: "w-next", Models: []string{"boltz2"}})
+		if err != nil || l == nil || l.JobID != id {
+			t.Fatalf("Lease = %+v, %v", l, err)
+		}
+		if err := q.ReleaseWorker(context.Background(), "w-next"); err != nil {
+			t.Fatal(err)
+		}
+		if j := f.waitJob(id, func(*job.Job) bool { return true }); j.Status != want {
+			t.Fatalf("after losing attempt %d the job is %s, want %s", l.Attempt, j.Status, want)
+		}
+	}
+}

@@ -64,6 +64,7 @@ type options struct {
 	profileDir       string
 	logLevel         slog.Level
 	synchronous      string
+	postgres         bool
 }
 
 func main() {
@@ -84,6 +85,7 @@ func main() {
 	flag.StringVar(&o.dataDir, "data", "", "parent of the servers' data folders (default: a temporary folder, removed afterwards)")
 	flag.TextVar(&o.logLevel, "server-log-level", slog.LevelInfo, "the servers' log level (info, as chaperone serve's default, logs every request); the log goes to server.log in each data folder")
 	flag.StringVar(&o.synchronous, "anchor-synchronous", "FULL", "SQLite synchronous setting of the raw commit loop, the anchor of the creates (set it as the store sets its own)")
+	flag.BoolVar(&o.postgres, "postgres", true, "also measure deployments of 1, 2 and 4 replicas on PostgreSQL with a remote worker (needs PostgreSQL's server binaries)")
 	flag.StringVar(&o.profileDir, "profile", "", "write into this folder the server's CPU profile of each throughput phase and its heap profile while the long-polls are held")
 	flag.Parse()
 	if o.clients < 1 || o.owners < 1 || o.samples < 1 || o.waiters < 1 || o.rounds < 1 || o.duration <= 0 {
@@ -158,6 +160,13 @@ func run(o options, out io.Writer) error {
 		return err
 	}
 	report(out, o, r)
+	if o.postgres {
+		figs, err := postgresPhases(o, root, limits)
+		if err != nil {
+			return fmt.Errorf("PostgreSQL: %w", err)
+		}
+		reportPostgres(out, figs)
+	}
 	return nil
 }
 

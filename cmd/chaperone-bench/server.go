@@ -44,6 +44,9 @@ type childConfig struct {
 	// Bare, when set, makes the process the bare JSON handler serving this job view
 	// instead of a chaperone server (the anchor of the reads).
 	Bare json.RawMessage `json:"bare,omitempty"`
+	// Store, when set, is the PostgreSQL database of a replica, which then runs without a
+	// worker (serve --store URL --no-worker).
+	Store string `json:"store,omitempty"`
 }
 
 // serverStats is a server process's own account of itself.
@@ -148,7 +151,7 @@ func startChild(cfg childConfig, log *slog.Logger) (string, func() error, error)
 	if cfg.Bare != nil {
 		return serveBare(cfg.Bare)
 	}
-	stores, err := app.OpenStores(context.Background(), cfg.DataDir)
+	stores, err := app.OpenStoresAt(context.Background(), app.Locations{DataDir: cfg.DataDir, Store: cfg.Store})
 	if err != nil {
 		return "", nil, err
 	}
@@ -162,6 +165,7 @@ func startChild(cfg childConfig, log *slog.Logger) (string, func() error, error)
 		Limits:    cfg.Limits,
 		Engines:   []engine.Engine{enginetest.New(benchModels...)},
 		Slots:     cfg.Slots,
+		NoWorker:  cfg.Store != "",
 		WorkerID:  "bench-worker",
 	})
 	if err != nil {

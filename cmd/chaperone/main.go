@@ -38,7 +38,8 @@ const usage = `chaperone: a self-hostable server for biomolecular machine learni
 
 Usage:
   chaperone serve [flags]             run the API and an in-process worker
-  chaperone keys create --name NAME   issue an API key (printed once)
+  chaperone worker --server URL       run jobs of a server on this machine (a GPU node)
+  chaperone keys create --name NAME   issue an API key (printed once); --worker: a worker token
   chaperone keys list                 list keys (never the keys themselves)
   chaperone keys revoke ID|NAME       revoke a key
   chaperone version
@@ -77,6 +78,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = serve(args[1:], stderr)
 	case "keys":
 		err = keys(args[1:], stdout, stderr)
+	case "worker":
+		err = runWorker(args[1:], stderr)
 	case "predict", "design", "embed", "jobs", "models":
 		return clientCommand(args, stdout, stderr)
 	case "version":
@@ -116,25 +119,15 @@ func serve(args []string, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", env("CHAPERONE_ADDR", "127.0.0.1:8080"), "listen address (CHAPERONE_ADDR)")
 	data := fs.String("data", env("CHAPERONE_DATA", app.DefaultDataDir), "data folder: database, artifacts, work folders (CHAPERONE_DATA)")
+	storeURL := storeFlag(fs)
+	drainTimeout := drainFlag(fs)
+	artifacts := fs.String("artifacts", env("CHAPERONE_ARTIFACTS", ""), "s3://bucket/prefix (AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) or a folder, shared by all replicas; default: artifacts in --data (CHAPERONE_ARTIFACTS)")
 	slots := fs.Int("slots", envInt("CHAPERONE_SLOTS", 0), "jobs the in-process worker runs at once; 0 = one per GPU found, else 1 (CHAPERONE_SLOTS)")
 	noWorker := fs.Bool("no-worker", env("CHAPERONE_NO_WORKER", "") == "1", "serve the API without an in-process worker (CHAPERONE_NO_WORKER=1)")
 	publicURL := fs.String("public-url", env("CHAPERONE_PUBLIC_URL", ""), "public base URL, used in problem type URIs; default: from each request (CHAPERONE_PUBLIC_URL)")
 	logLevel := fs.String("log-level", env("CHAPERONE_LOG_LEVEL", "info"), "debug, info, warn or error (CHAPERONE_LOG_LEVEL)")
 	msaServer := fs.String("msa-server", env("CHAPERONE_MSA_SERVER", engine.DefaultMSAServer), "ColabFold-compatible MMseqs2 server that use_msa_server sends protein sequences to; self-host one to keep them private (CHAPERONE_MSA_SERVER)")
-	tools := engine.Tools{}
-	for _, kv := range os.Environ() {
-		if name, path, ok := strings.Cut(strings.TrimPrefix(kv, "CHAPERONE_TOOL_"), "="); ok && strings.HasPrefix(kv, "CHAPERONE_TOOL_") {
-			tools[strings.ToLower(name)] = path
-		}
-	}
-	fs.Func("tool", "NAME=PATH: run the upstream tool NAME from PATH instead of PATH lookup; repeatable (CHAPERONE_TOOL_<NAME>=PATH)", func(v string) error {
-		name, path, ok := strings.Cut(v, "=")
-		if !ok || name == "" || path == "" {
-			return fmt.Errorf("want NAME=PATH, got %q", v)
-		}
-		tools[name] = path
-		return nil
-	})
+	tools := toolsFlag(fs)
 	var proxies []netip.Prefix
 	addProxies := func(v string) error {
 		for _, s := range strings.Split(v, ",") {
@@ -186,7 +179,7 @@ func serve(args []string, stderr io.Writer) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	stores, err := app.OpenStores(ctx, *data)
+	stores, err := app.OpenStoresAt(ctx, app.Locations{DataDir: *data, Store: *storeURL, Artifacts: *artifacts})
 	if err != nil {
 		return err
 	}
@@ -211,7 +204,8 @@ func serve(args []string, stderr io.Writer) error {
 	}
 	select {
 	case <-ctx.Done():
-		logger.Info("shutting down")
+		stop() // a second signal ends the process at once
+		drain(logger, *drainTimeout, a.Drain)
 	case err = <-a.Err():
 	}
 	return errors.Join(err, a.Close(), stores.Close())
@@ -248,6 +242,53 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// toolsFlag defines --tool, which serve and worker share, with CHAPERONE_TOOL_<NAME>.
+func toolsFlag(fs *flag.FlagSet) engine.Tools {
+	tools := engine.Tools{}
+	for _, kv := range os.Environ() {
+		if name, path, ok := strings.Cut(strings.TrimPrefix(kv, "CHAPERONE_TOOL_"), "="); ok && strings.HasPrefix(kv, "CHAPERONE_TOOL_") {
+			tools[strings.ToLower(name)] = path
+		}
+	}
+	fs.Func("tool", "NAME=PATH: run the upstream tool NAME from PATH instead of PATH lookup; repeatable (CHAPERONE_TOOL_<NAME>=PATH)", func(v string) error {
+		name, path, ok := strings.Cut(v, "=")
+		if !ok || name == "" || path == "" {
+			return fmt.Errorf("want NAME=PATH, got %q", v)
+		}
+		tools[name] = path
+		return nil
+	})
+	return tools
+}
+
+// drainFlag defines --drain-timeout, which serve and worker share.
+func drainFlag(fs *flag.FlagSet) *time.Duration {
+	def := defaultDrain
+	if v, err := time.ParseDuration(env("CHAPERONE_DRAIN_TIMEOUT", "")); err == nil {
+		def = v
+	}
+	return fs.Duration("drain-timeout", def, "on SIGTERM, how long running jobs may go on before they are stopped and handed back to the queue (without using up an attempt); a second signal stops at once (CHAPERONE_DRAIN_TIMEOUT)")
+}
+
+// defaultDrain lets a typical structure prediction finish during a rolling restart.
+const defaultDrain = 10 * time.Minute
+
+// drain stops taking work and waits for running jobs, up to timeout.
+func drain(logger *slog.Logger, timeout time.Duration, drainFn func(context.Context) error) {
+	logger.Info("draining: no new jobs; running ones may finish", "timeout", timeout.String())
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := drainFn(ctx); err != nil {
+		logger.Warn("drain timed out; stopping the jobs still running and handing them back")
+	}
+	logger.Info("shutting down")
+}
+
+// storeFlag defines --store, which serve and keys share so that they open the same state.
+func storeFlag(fs *flag.FlagSet) *string {
+	return fs.String("store", env("CHAPERONE_STORE", ""), "postgres://… URL of a PostgreSQL database that replicas share; default: SQLite in --data (CHAPERONE_STORE)")
+}
+
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(env(name, "")); err == nil {
 		return v
@@ -262,7 +303,9 @@ func keys(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("keys "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	data := fs.String("data", env("CHAPERONE_DATA", app.DefaultDataDir), "data folder of the server (CHAPERONE_DATA)")
+	storeURL := storeFlag(fs)
 	name := fs.String("name", "", "name of the new key (create)")
+	workerToken := fs.Bool("worker", false, "create a worker token, good only for chaperone worker --token (create)")
 	positional, err := parseInterleaved(fs, args[1:])
 	if err != nil {
 		return usageError{err}
@@ -276,7 +319,7 @@ func keys(args []string, stdout, stderr io.Writer) error {
 		return usageError{fmt.Errorf("keys: unknown subcommand %q; want create, list or revoke", args[0])}
 	}
 	ctx := context.Background()
-	st, err := app.OpenStore(ctx, *data)
+	st, err := app.OpenStoreAt(ctx, app.Locations{DataDir: *data, Store: *storeURL})
 	if err != nil {
 		return err
 	}
@@ -284,24 +327,33 @@ func keys(args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "create":
 		key, rec := apikey.New(*name, time.Now())
+		rec.Worker = *workerToken
 		if err := st.CreateKey(ctx, rec); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "%s\n", key)
-		fmt.Fprintf(stderr, "Created key %s (%s). It is shown only this once; store it now.\n", rec.ID, rec.Name)
+		what := "key"
+		if rec.Worker {
+			what = "worker token"
+		}
+		fmt.Fprintf(stderr, "Created %s %s (%s). It is shown only this once; store it now.\n", what, rec.ID, rec.Name)
 	case "list":
 		ks, err := st.ListKeys(ctx)
 		if err != nil {
 			return err
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tNAME\tPREFIX\tCREATED\tREVOKED")
+		fmt.Fprintln(tw, "ID\tNAME\tKIND\tPREFIX\tCREATED\tREVOKED")
 		for _, k := range ks {
 			revoked := "-"
 			if !k.RevokedAt.IsZero() {
 				revoked = k.RevokedAt.UTC().Format(time.RFC3339)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s…\t%s\t%s\n", k.ID, k.Name, k.Prefix, k.CreatedAt.UTC().Format(time.RFC3339), revoked)
+			kind := "api"
+			if k.Worker {
+				kind = "worker"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%s\t%s\n", k.ID, k.Name, kind, k.Prefix, k.CreatedAt.UTC().Format(time.RFC3339), revoked)
 		}
 		return tw.Flush()
 	case "revoke":

@@ -163,9 +163,58 @@ func (s *Store) ReleaseWorker(ctx context.Context, workerID string, now time.Tim
 	return s.recover(ctx, now, maxAttempts, `worker_id = ?2`, workerID)
 }
 
+// HandBack implements store.Queue. The attempts it ends are counted in the table
+// handbacks (migration 00008), which recover subtracts.
+func (s *Store) HandBack(ctx context.Context, workerID string, now time.Time) ([]store.Recovered, error) {
+	var out []store.Recovered
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, changed func(...string)) error {
+		out = nil
+		rows, err := tx.QueryContext(ctx, `UPDATE jobs SET status = 'queued', stage = '', progress = NULL,
+			done = 0, total = 0, worker_id = '', lease_expires_at = NULL, started_at = NULL,
+			last_activity_at = NULL
+			WHERE status = 'running' AND worker_id = ?
+			RETURNING seq, id, attempt`, workerID)
+		if err != nil {
+			return fmt.Errorf("sqlite: handing back: %w", err)
+		}
+		var seqs []int64
+		for rows.Next() {
+			var seq int64
+			var r store.Recovered
+			if err := rows.Scan(&seq, &r.ID, &r.Attempt); err != nil {
+				rows.Close()
+				return err
+			}
+			seqs, out = append(seqs, seq), append(out, r)
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return err
+		}
+		for i, seq := range seqs {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO handbacks (seq, n) VALUES (?, 1)
+				ON CONFLICT (seq) DO UPDATE SET n = n + 1`, seq); err != nil {
+				return err
+			}
+			changed(out[i].ID)
+		}
+		if len(out) > 0 {
+			changed("")
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// usedAttempts is how many attempts of a job count against the limit: those handed back
+// (HandBack) do not.
+const usedAttempts = `(attempt - coalesce((SELECT h.n FROM handbacks h WHERE h.seq = jobs.seq), 0))`
+
 // recover puts the running jobs that match back in the queue, or fails those that have
 // used maxAttempts (below 1 is taken as 1). A requeued job looks as it did before its first
-// lease, except that its attempt count stays.
+// lease, except that its attempt count stays. Attempts handed back do not count as used.
 //
 // Choosing and changing are one UPDATE, so the condition is checked on the row it changes
 // (on any database: PostgreSQL rechecks an UPDATE's WHERE on the row it locked), and the
@@ -175,16 +224,16 @@ func (s *Store) recover(ctx context.Context, now time.Time, maxAttempts int, mat
 	var out []store.Recovered
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, changed func(...string)) error {
 		rows, err := tx.QueryContext(ctx, `UPDATE jobs SET
-			status = CASE WHEN attempt >= ?1 THEN 'failed' ELSE 'queued' END,
-			finished_at = CASE WHEN attempt >= ?1 THEN ?3 ELSE finished_at END,
-			stage = CASE WHEN attempt >= ?1 THEN stage ELSE '' END,
-			progress = CASE WHEN attempt >= ?1 THEN progress END,
-			done = CASE WHEN attempt >= ?1 THEN done ELSE 0 END,
-			total = CASE WHEN attempt >= ?1 THEN total ELSE 0 END,
-			worker_id = CASE WHEN attempt >= ?1 THEN worker_id ELSE '' END,
-			lease_expires_at = CASE WHEN attempt >= ?1 THEN lease_expires_at END,
-			started_at = CASE WHEN attempt >= ?1 THEN started_at END,
-			last_activity_at = CASE WHEN attempt >= ?1 THEN last_activity_at END
+			status = CASE WHEN `+usedAttempts+` >= ?1 THEN 'failed' ELSE 'queued' END,
+			finished_at = CASE WHEN `+usedAttempts+` >= ?1 THEN ?3 ELSE finished_at END,
+			stage = CASE WHEN `+usedAttempts+` >= ?1 THEN stage ELSE '' END,
+			progress = CASE WHEN `+usedAttempts+` >= ?1 THEN progress END,
+			done = CASE WHEN `+usedAttempts+` >= ?1 THEN done ELSE 0 END,
+			total = CASE WHEN `+usedAttempts+` >= ?1 THEN total ELSE 0 END,
+			worker_id = CASE WHEN `+usedAttempts+` >= ?1 THEN worker_id ELSE '' END,
+			lease_expires_at = CASE WHEN `+usedAttempts+` >= ?1 THEN lease_expires_at END,
+			started_at = CASE WHEN `+usedAttempts+` >= ?1 THEN started_at END,
+			last_activity_at = CASE WHEN `+usedAttempts+` >= ?1 THEN last_activity_at END
 			WHERE status = 'running' AND `+match+`
 			RETURNING id, attempt, status = 'failed'`, maxAttempts, arg, now.UnixMilli())
 		if err != nil {

@@ -69,7 +69,7 @@ func (st *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 		{&st.getSummary, r, `SELECT ` + summaryRead + ` FROM jobs WHERE id = ?`},
 		{&st.listJobs, r, `SELECT ` + summaryRead + `, seq FROM jobs WHERE owner = ?1 AND seq < ?2
 			ORDER BY seq DESC LIMIT ?3`},
-		{&st.keyByHash, r, `SELECT id, name, hash, prefix, created_at, revoked_at FROM api_keys
+		{&st.keyByHash, r, `SELECT ` + keyCols + ` FROM api_keys
 			WHERE hash = ? AND revoked_at IS NULL`},
 		{&st.keyEpoch, r, `SELECT n FROM counters WHERE name = 'keys'`},
 

@@ -83,9 +83,9 @@ func (s *Store) CreateKey(ctx context.Context, k store.Key) error {
 		if n > 0 {
 			return &job.ConflictError{Reason: fmt.Sprintf("A live key named %q exists already.", k.Name)}
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (id, name, hash, prefix, created_at, revoked_at)
-			VALUES (?, ?, ?, ?, ?, ?)`,
-			k.ID, k.Name, k.Hash, k.Prefix, k.CreatedAt.UnixMilli(), msOrNull(k.RevokedAt))
+		_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (id, name, hash, prefix, created_at, revoked_at, worker)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			k.ID, k.Name, k.Hash, k.Prefix, k.CreatedAt.UnixMilli(), msOrNull(k.RevokedAt), boolInt(k.Worker))
 		if err != nil {
 			return fmt.Errorf("sqlite: creating key: %w", err)
 		}
@@ -93,10 +93,13 @@ func (s *Store) CreateKey(ctx context.Context, k store.Key) error {
 	})
 }
 
+// keyCols are the columns scanKey reads.
+const keyCols = `id, name, hash, prefix, created_at, revoked_at, worker`
+
 func scanKey(sc scanner) (store.Key, error) {
 	var k store.Key
 	var created, revoked sql.NullInt64
-	if err := sc.Scan(&k.ID, &k.Name, &k.Hash, &k.Prefix, &created, &revoked); err != nil {
+	if err := sc.Scan(&k.ID, &k.Name, &k.Hash, &k.Prefix, &created, &revoked, &k.Worker); err != nil {
 		return store.Key{}, err
 	}
 	k.CreatedAt, k.RevokedAt = fromMs(created), fromMs(revoked)
@@ -132,8 +135,7 @@ func (s *Store) keyEpoch(ctx context.Context) (int64, error) {
 
 // ListKeys implements store.Keys: every key, revoked ones too, oldest first.
 func (s *Store) ListKeys(ctx context.Context) ([]store.Key, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, name, hash, prefix, created_at, revoked_at
-		FROM api_keys ORDER BY created_at, id`)
+	rows, err := s.r.QueryContext(ctx, `SELECT `+keyCols+` FROM api_keys ORDER BY created_at, id`)
 	if err != nil {
 		return nil, err
 	}

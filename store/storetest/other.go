@@ -67,7 +67,7 @@ func testKeys(t *testing.T, open func(*testing.T) store.Store) {
 	laptop := store.Key{ID: "key_1", Name: "laptop", Hash: strings.Repeat("a1", 32), Prefix: "chp_live_Ab3",
 		CreatedAt: t0.Add(123 * time.Microsecond)}
 	ci := store.Key{ID: "key_2", Name: "ci", Hash: strings.Repeat("b2", 32), Prefix: "chp_live_Zx9",
-		CreatedAt: t0.Add(time.Minute)}
+		CreatedAt: t0.Add(time.Minute), Worker: true}
 	checkKey := func(what string, got, want store.Key) {
 		t.Helper()
 		checkTime(t, what+": CreatedAt", got.CreatedAt, want.CreatedAt)

@@ -353,6 +353,50 @@ func testReleaseWorker(t *testing.T, open func(*testing.T) store.Store) {
 	release("no-such-worker")
 }
 
+// testHandBack: attempts a worker hands back at a clean shutdown do not count against the
+// attempt limit, and their numbers are never handed out again.
+func testHandBack(t *testing.T, open func(*testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	const maxAttempts = 2
+	j := lease(t, s, create(t, s, newJob(alice)), "w1", t0)
+	other := lease(t, s, create(t, s, newJob(bob)), "w2", t0)
+
+	got, err := s.HandBack(ctx, "w1", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []store.Recovered{{ID: j.ID, Attempt: 1}}; !slices.Equal(got, want) {
+		t.Fatalf("HandBack = %v, want %v", got, want)
+	}
+	checkJob(t, "handed back", get(t, s, j.ID), requeued(j))
+	checkJob(t, "another worker's job", get(t, s, other.ID), other)
+
+	// Two more attempts are lost; only the second of them uses the last one left.
+	for _, step := range []struct {
+		attempt int
+		failed  bool
+	}{{2, false}, {3, true}} {
+		l := lease(t, s, j, "w3", t0)
+		if l.Attempt != step.attempt {
+			t.Fatalf("lease after a hand-back: attempt %d, want %d", l.Attempt, step.attempt)
+		}
+		got, err := s.ReleaseWorker(ctx, "w3", t0, maxAttempts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []store.Recovered{{ID: j.ID, Attempt: step.attempt, Failed: step.failed}}; !slices.Equal(got, want) {
+			t.Fatalf("ReleaseWorker after one hand-back, attempt %d = %v, want %v", step.attempt, got, want)
+		}
+	}
+	if got := get(t, s, j.ID); got.Status != job.Failed || got.Error != store.WorkerLostError(3) {
+		t.Errorf("after two lost attempts and a hand-back the job is %s (%q), want failed", got.Status, got.Error)
+	}
+	if got, err := s.HandBack(ctx, "no-such-worker", t0); err != nil || len(got) != 0 {
+		t.Errorf("HandBack of an unknown worker = %v, %v; want nothing", got, err)
+	}
+}
+
 func testQueueDepth(t *testing.T, open func(*testing.T) store.Store) {
 	s := open(t)
 	depth := func(want int) {

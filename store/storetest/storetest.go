@@ -53,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Complete", testComplete},
 		{"RecoverExpired", testRecoverExpired},
 		{"ReleaseWorker", testReleaseWorker},
+		{"HandBack", testHandBack},
 		{"RecoverConcurrent", testRecoverConcurrent},
 		{"QueueDepth", testQueueDepth},
 		{"OwnersAhead", testOwnersAhead},

@@ -218,6 +218,14 @@ func (q *Queue) ReleaseWorker(ctx context.Context, workerID string) error {
 	return err
 }
 
+func (q *Queue) HandBack(ctx context.Context, workerID string) error {
+	handed, err := q.cfg.Store.HandBack(ctx, workerID, q.cfg.Now())
+	for _, r := range handed {
+		q.tidy(ctx, r.ID)
+	}
+	return err
+}
+
 func (q *Queue) RemoveWorker(ctx context.Context, workerID string) error {
 	return q.cfg.Store.RemoveWorker(ctx, workerID)
 }

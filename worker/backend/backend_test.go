@@ -74,6 +74,10 @@ func (j *jsonQueue) ReleaseWorker(ctx context.Context, workerID string) error {
 	return j.q.ReleaseWorker(ctx, workerID)
 }
 
+func (j *jsonQueue) HandBack(ctx context.Context, workerID string) error {
+	return j.q.HandBack(ctx, workerID)
+}
+
 func (j *jsonQueue) RemoveWorker(ctx context.Context, workerID string) error {
 	return j.q.RemoveWorker(ctx, workerID)
 }

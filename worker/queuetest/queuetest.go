@@ -401,6 +401,16 @@ var losses = []loss{
 		}
 		return &next.Fence
 	}},
+	{"handed back and taken over", func(t *testing.T, s *server, l *worker.Lease) *worker.Fence {
+		if err := s.q.HandBack(context.Background(), "w"); err != nil {
+			t.Fatal(err)
+		}
+		next := s.lease(t, worker.LeaseRequest{WorkerID: "other", Models: []string{"m"}})
+		if next == nil || next.JobID != l.JobID || next.Attempt != l.Attempt+1 {
+			t.Fatalf("after a hand-back the job was leased as %+v", next)
+		}
+		return &next.Fence
+	}},
 }
 
 func testFencing(t *testing.T, s *server) {

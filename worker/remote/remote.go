@@ -1,0 +1,78 @@
+// Package remote carries the worker protocol (worker.Queue) over HTTP, so that a worker on
+// a GPU node reaches the server the way the in-process worker calls worker/backend: Handler
+// serves a Queue under /v1/worker/, Client is a Queue that calls it. Requests carry a
+// worker token (chaperone keys create --worker), which nothing else accepts; the handler
+// accepts nothing else.
+//
+// The wire is plain JSON of the protocol's own types, one POST per call, except for the
+// two that carry bytes: a log append is the bytes themselves, and an artifact goes up in
+// chunks at explicit offsets, so that an upload cut off by a dropped connection resumes
+// where the server's copy ends instead of starting over (see Client.PutArtifact).
+//
+// It imports worker, job, store (for the key record) and apikey of chaperone's packages.
+package remote
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/chaperone-bio/chaperone/worker"
+)
+
+// Prefix is where the worker endpoints live.
+const Prefix = "/v1/worker/"
+
+// Paths of the endpoints, below the server's base URL.
+const (
+	pathAnnounce  = Prefix + "announce"
+	pathLease     = Prefix + "lease"
+	pathHeartbeat = Prefix + "heartbeat"
+	pathComplete  = Prefix + "complete"
+	pathRelease   = Prefix + "release"
+	pathHandBack  = Prefix + "hand-back"
+	pathRemove    = Prefix + "remove"
+)
+
+// attemptPath is the base of the endpoints about one attempt: its log and its artifacts.
+func attemptPath(f worker.Fence) string {
+	return fmt.Sprintf("%sjobs/%s/attempts/%d/", Prefix, f.JobID, f.Attempt)
+}
+
+// Upload headers: the offset a chunk starts at (on a request) or the bytes the server
+// holds (on an answer), and the mark of the last chunk.
+const (
+	headerOffset   = "Upload-Offset"
+	headerComplete = "Upload-Complete"
+)
+
+// Error codes of the JSON error body {"error": code, "message": text}.
+const (
+	codeLeaseLost    = "lease_lost"
+	codeUnauthorized = "unauthorized"
+	codeOffset       = "offset_mismatch"
+	codeBadRequest   = "bad_request"
+	codeInternal     = "internal"
+)
+
+type errorBody struct {
+	Error   string `json:"error"`
+	Message string `json:"message"`
+}
+
+// workerRef names a worker in release and remove.
+type workerRef struct {
+	WorkerID string `json:"worker_id"`
+}
+
+// ErrUnauthorized is the answer to a missing, unknown, revoked or non-worker token.
+var ErrUnauthorized = errors.New("remote: the server refused the worker token (unknown, revoked, or not a worker token)")
+
+func parseFence(id, attempt string) (worker.Fence, error) {
+	n, err := strconv.Atoi(attempt)
+	if err != nil || n < 1 || id == "" || strings.ContainsRune(id, '/') {
+		return worker.Fence{}, fmt.Errorf("not a job attempt: %q %q", id, attempt)
+	}
+	return worker.Fence{JobID: id, Attempt: n}, nil
+}
