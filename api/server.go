@@ -39,8 +39,11 @@ type Config struct {
 	// PublicURL is the base of problem type URIs (for example https://fold.example.org);
 	// empty means the scheme and Host of each request.
 	PublicURL string
-	// TrustedProxies are the peers whose X-Forwarded-For / Forwarded headers are believed.
+	// TrustedProxies are the peers whose forwarding header is believed.
 	TrustedProxies []netip.Prefix
+	// ForwardedHeader is the one header the trusted proxies set (see clientIP); empty means
+	// X-Forwarded-For. New panics on a name CanonicalForwardedHeader refuses.
+	ForwardedHeader string
 	// SessionSecret signs web-session cookies.
 	SessionSecret []byte
 	// WorkerTTL is how long a worker counts as live after its last heartbeat.
@@ -51,21 +54,22 @@ type Config struct {
 
 // Server is the HTTP handler of the whole API.
 type Server struct {
-	cat            *catalog.Catalog
-	store          store.Store
-	artifacts      artifact.Store
-	log            *slog.Logger
-	version        string
-	publicURL      string
-	trustedProxies []netip.Prefix
-	sessionSecret  []byte
-	workerTTL      time.Duration
-	now            func() time.Time
-	mux            *http.ServeMux
-	metrics        *metrics
-	finishes       *finishWatch
-	detached       detachedHolds
-	holding        atomic.Int64 // requests held by Prefer: wait, detached or not
+	cat             *catalog.Catalog
+	store           store.Store
+	artifacts       artifact.Store
+	log             *slog.Logger
+	version         string
+	publicURL       string
+	trustedProxies  []netip.Prefix
+	forwardedHeader string
+	sessionSecret   []byte
+	workerTTL       time.Duration
+	now             func() time.Time
+	mux             *http.ServeMux
+	metrics         *metrics
+	finishes        *finishWatch
+	detached        detachedHolds
+	holding         atomic.Int64 // requests held by Prefer: wait, detached or not
 }
 
 // New builds the server.
@@ -83,6 +87,11 @@ func New(cfg Config) *Server {
 		now:            cfg.Now,
 		mux:            http.NewServeMux(),
 	}
+	header, err := CanonicalForwardedHeader(cfg.ForwardedHeader)
+	if err != nil {
+		panic("api: ForwardedHeader: " + err.Error())
+	}
+	s.forwardedHeader = header
 	if s.log == nil {
 		s.log = slog.Default()
 	}

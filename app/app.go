@@ -48,9 +48,10 @@ type Config struct {
 	Version string
 	Logger  *slog.Logger
 	Limits  catalog.Limits
-	// PublicURL and TrustedProxies: see api.Config.
-	PublicURL      string
-	TrustedProxies []netip.Prefix
+	// PublicURL, TrustedProxies and ForwardedHeader: see api.Config.
+	PublicURL       string
+	TrustedProxies  []netip.Prefix
+	ForwardedHeader string
 	// Worker: Slots 0 means one per GPU found, else 1; NoWorker runs the API alone.
 	Slots    int
 	NoWorker bool
@@ -142,21 +143,25 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		return nil, err
 	}
 
+	if _, err := api.CanonicalForwardedHeader(cfg.ForwardedHeader); err != nil {
+		return nil, fmt.Errorf("forwarded header: %w", err)
+	}
 	cat := catalog.New(cfg.Limits)
 	cat.MSAServer = cfg.MSAServerURL
 	if err := addInputRules(cat, cfg.Engines); err != nil {
 		return nil, err
 	}
 	srv := api.New(api.Config{
-		Catalog:        cat,
-		Store:          st,
-		Artifacts:      arts,
-		Logger:         log,
-		Version:        cfg.Version,
-		PublicURL:      cfg.PublicURL,
-		TrustedProxies: cfg.TrustedProxies,
-		SessionSecret:  secret,
-		WorkerTTL:      cfg.LeaseTTL,
+		Catalog:         cat,
+		Store:           st,
+		Artifacts:       arts,
+		Logger:          log,
+		Version:         cfg.Version,
+		PublicURL:       cfg.PublicURL,
+		TrustedProxies:  cfg.TrustedProxies,
+		ForwardedHeader: cfg.ForwardedHeader,
+		SessionSecret:   secret,
+		WorkerTTL:       cfg.LeaseTTL,
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {

@@ -25,6 +25,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/chaperone-bio/chaperone/api"
 	"github.com/chaperone-bio/chaperone/apikey"
 	"github.com/chaperone-bio/chaperone/app"
 	"github.com/chaperone-bio/chaperone/catalog"
@@ -156,7 +157,8 @@ func serve(args []string, stderr io.Writer) error {
 	if err := addProxies(env("CHAPERONE_TRUSTED_PROXIES", "")); err != nil {
 		return usageError{fmt.Errorf("CHAPERONE_TRUSTED_PROXIES: %w", err)}
 	}
-	fs.Func("trusted-proxy", "CIDR whose X-Forwarded-For/Forwarded headers are believed; repeatable, comma lists allowed; none by default (CHAPERONE_TRUSTED_PROXIES)", addProxies)
+	fs.Func("trusted-proxy", "CIDR whose forwarding header (--forwarded-header) is believed; repeatable, comma lists allowed; none by default (CHAPERONE_TRUSTED_PROXIES)", addProxies)
+	forwardedHeader := fs.String("forwarded-header", env("CHAPERONE_FORWARDED_HEADER", api.ForwardedXFF), "the one header the trusted proxies set to the client address: X-Forwarded-For, Forwarded (RFC 7239) or another address list; only the rightmost address not of a trusted proxy is believed (CHAPERONE_FORWARDED_HEADER)")
 	limits := catalog.DefaultLimits()
 	if v := env("CHAPERONE_LIMITS", ""); v != "" {
 		for _, kv := range strings.Split(v, ",") {
@@ -178,6 +180,9 @@ func serve(args []string, stderr io.Writer) error {
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return usageError{fmt.Errorf("--log-level: %w", err)}
 	}
+	if _, err := api.CanonicalForwardedHeader(*forwardedHeader); err != nil {
+		return usageError{fmt.Errorf("--forwarded-header: %w", err)}
+	}
 	msaURL, err := msaServerURL(*msaServer)
 	if err != nil {
 		return usageError{err}
@@ -191,20 +196,21 @@ func serve(args []string, stderr io.Writer) error {
 		return err
 	}
 	a, err := app.Start(ctx, app.Config{
-		Store:          stores.Jobs,
-		Artifacts:      stores.Artifacts,
-		Addr:           *addr,
-		DataDir:        *data,
-		Version:        version,
-		Logger:         logger,
-		Limits:         limits,
-		PublicURL:      *publicURL,
-		TrustedProxies: proxies,
-		Slots:          *slots,
-		NoWorker:       *noWorker,
-		Engines:        builtinEngines(msaURL),
-		Tools:          tools,
-		MSAServerURL:   msaURL,
+		Store:           stores.Jobs,
+		Artifacts:       stores.Artifacts,
+		Addr:            *addr,
+		DataDir:         *data,
+		Version:         version,
+		Logger:          logger,
+		Limits:          limits,
+		PublicURL:       *publicURL,
+		TrustedProxies:  proxies,
+		ForwardedHeader: *forwardedHeader,
+		Slots:           *slots,
+		NoWorker:        *noWorker,
+		Engines:         builtinEngines(msaURL),
+		Tools:           tools,
+		MSAServerURL:    msaURL,
 	})
 	if err != nil {
 		return errors.Join(err, stores.Close())

@@ -1,0 +1,55 @@
+package api
+
+import (
+	"net/http/httptest"
+	"net/netip"
+	"testing"
+)
+
+func TestClientIPBelievesOnlyTheNamedHeadersRightmostUntrustedHop(t *testing.T) {
+	t.Parallel()
+	proxies := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+	tests := []struct {
+		name, header, peer string
+		lines              map[string][]string
+		want               string
+	}{
+		{"untrusted peer", "", "192.0.2.1:5", map[string][]string{"X-Forwarded-For": {"203.0.113.7"}}, "192.0.2.1"},
+		{"xff one hop", "", "10.0.0.1:5", map[string][]string{"X-Forwarded-For": {"203.0.113.7"}}, "203.0.113.7"},
+		{"xff spoofed left", "", "10.0.0.1:5", map[string][]string{"X-Forwarded-For": {"1.1.1.1, 203.0.113.7"}}, "203.0.113.7"},
+		{"xff proxy chain", "", "10.0.0.1:5", map[string][]string{"X-Forwarded-For": {"1.1.1.1, 203.0.113.7, 10.0.0.9"}}, "203.0.113.7"},
+		{"xff across lines", "", "10.0.0.1:5", map[string][]string{"X-Forwarded-For": {"1.1.1.1", "203.0.113.7"}}, "203.0.113.7"},
+		{"xff ignores Forwarded", "", "10.0.0.1:5", map[string][]string{"X-Forwarded-For": {"203.0.113.7"}, "Forwarded": {"for=1.1.1.1"}}, "203.0.113.7"},
+		{"xff garbage rightmost", "", "10.0.0.1:5", map[string][]string{"X-Forwarded-For": {"1.1.1.1, unknown"}}, "10.0.0.1"},
+		{"xff ipv6 with port", "", "[::1]:5", map[string][]string{"X-Forwarded-For": {"[2001:db8::1]:80"}}, "2001:db8::1"},
+		{"xff missing", "", "10.0.0.1:5", nil, "10.0.0.1"},
+		{"rfc7239", "Forwarded", "10.0.0.1:5", map[string][]string{"Forwarded": {`for=1.1.1.1, for="203.0.113.7:99";proto=https`}}, "203.0.113.7"},
+		{"rfc7239 ignores xff", "Forwarded", "10.0.0.1:5", map[string][]string{"Forwarded": {"for=203.0.113.7"}, "X-Forwarded-For": {"1.1.1.1"}}, "203.0.113.7"},
+		{"rfc7239 obfuscated", "Forwarded", "10.0.0.1:5", map[string][]string{"Forwarded": {"for=1.1.1.1, for=_hidden"}}, "10.0.0.1"},
+		{"rfc7239 ipv6", "forwarded", "10.0.0.1:5", map[string][]string{"Forwarded": {`for="[2001:db8::2]:80"`}}, "2001:db8::2"},
+		{"custom header", "X-Real-Ip", "10.0.0.1:5", map[string][]string{"X-Real-Ip": {"203.0.113.7"}, "X-Forwarded-For": {"1.1.1.1"}}, "203.0.113.7"},
+	}
+	for _, tt := range tests {
+		s := New(Config{TrustedProxies: proxies, ForwardedHeader: tt.header})
+		r := httptest.NewRequest("GET", "/v1/jobs", nil)
+		r.RemoteAddr = tt.peer
+		for k, vs := range tt.lines {
+			for _, v := range vs {
+				r.Header.Add(k, v)
+			}
+		}
+		if got := s.clientIP(r).String(); got != tt.want {
+			t.Errorf("%s: client %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestCanonicalForwardedHeader(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{"": "X-Forwarded-For", "forwarded": "Forwarded", "x-real-ip": "X-Real-Ip", "X Bad": "", "a:b": ""} {
+		got, err := CanonicalForwardedHeader(in)
+		if got != want || (err != nil) != (want == "") {
+			t.Errorf("%q: %q, %v; want %q", in, got, err, want)
+		}
+	}
+}
