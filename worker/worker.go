@@ -151,8 +151,10 @@ func (w *Worker) checkEngines(ctx context.Context) {
 	w.mu.Lock()
 	w.avail = a
 	w.mu.Unlock()
+	// Only the public reason is announced, and so reaches API callers; the detail (paths,
+	// the tool's output) stays in this log.
 	for m, why := range a.Missing {
-		w.log.Info("model unavailable on this worker", "model", m, "reason", why)
+		w.log.Info("model unavailable on this worker", "model", m, "reason", why, "detail", a.Detail[m])
 	}
 }
 

@@ -1,0 +1,59 @@
+package e2e
+
+import (
+	"bytes"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/chaperone-bio/chaperone/app"
+	"github.com/chaperone-bio/chaperone/engine"
+	"github.com/chaperone-bio/chaperone/engine/boltz"
+)
+
+// lockedBuffer is a log the server writes from several goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestUnavailableTellsCallersWhatIsMissingAndTheOperatorTheRest: a boltz whose self-check
+// fails with a secret in its output makes boltz2 unavailable; the caller's 503 names the
+// model and the kind of fault, the operator's log has the tool's path and output.
+func TestUnavailableTellsCallersWhatIsMissingAndTheOperatorTheRest(t *testing.T) {
+	t.Parallel()
+	const secret = "AWS_SECRET_ACCESS_KEY=hunter2"
+	dir := t.TempDir()
+	tool := filepath.Join(dir, "boltz")
+	if err := os.WriteFile(tool, []byte("#!/bin/sh\necho 'Traceback: "+secret+"' >&2\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var log lockedBuffer
+	s := startServer(t, func(c *app.Config) {
+		c.Engines = []engine.Engine{boltz.New(boltz.Config{MSAServerURL: testMSAServer})}
+		c.Tools = engine.Tools{"boltz": tool}
+		c.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	})
+	detail := s.post("/v1/predictions", map[string]any{"sequence": "MKTAYIAK"}).problem(http.StatusServiceUnavailable, "unavailable")
+	mustf(t, detail == "No live worker can run model boltz2: the boltz command is installed but fails its self-check.", "503 detail %q", detail)
+	for _, leak := range []string{secret, dir, "Traceback"} {
+		mustf(t, !strings.Contains(detail, leak), "503 detail %q carries %q", detail, leak)
+	}
+	mustf(t, strings.Contains(log.String(), "hunter2") && strings.Contains(log.String(), tool), "the operator's log lacks the tool's path and output:\n%s", log.String())
+}
