@@ -1,8 +1,12 @@
 package api
 
 import (
+	"encoding/json"
+	"io"
+	"log/slog"
 	"net/http/httptest"
 	"net/netip"
+	"strings"
 	"testing"
 )
 
@@ -53,3 +57,43 @@ func TestCanonicalForwardedHeader(t *testing.T) {
 		}
 	}
 }
+
+func TestProblemTypesEchoOnlyAPlainHost(t *testing.T) {
+	t.Parallel()
+	s := New(Config{Logger: quietLog})
+	tests := []struct{ host, want string }{
+		{"fold.example.org", "http://fold.example.org/errors/not-found"},
+		{"fold.example.org:8080", "http://fold.example.org:8080/errors/not-found"},
+		{"fold.example.org.", "http://fold.example.org./errors/not-found"},
+		{"192.0.2.1:80", "http://192.0.2.1:80/errors/not-found"},
+		{"[2001:db8::1]:80", "http://[2001:db8::1]:80/errors/not-found"},
+		{"user@evil.example", "/errors/not-found"},
+		{"evil.example/phish?", "/errors/not-found"},
+		{"evil.example:99999", "/errors/not-found"},
+		{"evil.example:", "/errors/not-found"},
+		{"2001:db8::1", "/errors/not-found"},
+		{"-evil.example", "/errors/not-found"},
+		{"ex%41mple.org", "/errors/not-found"},
+		{"", "/errors/not-found"},
+	}
+	for _, tt := range tests {
+		r := httptest.NewRequest("GET", "/nowhere", nil)
+		r.Host = tt.host
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		var p problem
+		if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil || p.Type != tt.want {
+			t.Errorf("Host %q: type %q (%v), want %q", tt.host, p.Type, err, tt.want)
+		}
+	}
+	withURL := New(Config{Logger: quietLog, PublicURL: "https://fold.example.org/"})
+	r := httptest.NewRequest("GET", "/nowhere", nil)
+	r.Host = "evil.example"
+	w := httptest.NewRecorder()
+	withURL.ServeHTTP(w, r)
+	if !strings.Contains(w.Body.String(), `"type":"https://fold.example.org/errors/not-found"`) {
+		t.Errorf("with a public URL: %s", w.Body)
+	}
+}
+
+var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))

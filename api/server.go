@@ -11,8 +11,10 @@ import (
 	_ "embed"
 	"encoding/hex"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -46,6 +48,9 @@ type Config struct {
 	ForwardedHeader string
 	// SessionSecret signs web-session cookies.
 	SessionSecret []byte
+	// MetricsElsewhere keeps /metrics off the API: the caller serves Metrics on an
+	// operator-only address instead.
+	MetricsElsewhere bool
 	// WorkerTTL is how long a worker counts as live after its last heartbeat.
 	WorkerTTL time.Duration
 	// Now is the clock; nil means time.Now.
@@ -107,11 +112,14 @@ func New(cfg Config) *Server {
 	}
 	s.metrics = newMetrics(s)
 	s.finishes = newFinishWatch(s.store)
-	s.routes()
+	s.routes(!cfg.MetricsElsewhere)
 	return s
 }
 
-func (s *Server) routes() {
+// Metrics serves the Prometheus metrics, for an operator-only listener.
+func (s *Server) Metrics() http.Handler { return s.metrics.handler() }
+
+func (s *Server) routes(withMetrics bool) {
 	handle := func(pattern string, h http.HandlerFunc) { s.mux.Handle(pattern, h) }
 	handle("GET /v1/health", s.health)
 	handle("GET /v1/models", s.models)
@@ -128,7 +136,9 @@ func (s *Server) routes() {
 	handle("GET /v1/jobs/{id}/artifacts/{path...}", s.artifact)
 	handle("GET /v1/jobs/{id}/logs", s.logs)
 	handle("GET /errors/{slug}", s.errorPage)
-	s.mux.Handle("GET /metrics", s.metrics.handler())
+	if withMetrics {
+		s.mux.Handle("GET /metrics", s.metrics.handler())
+	}
 }
 
 // ServeHTTP adds a request id, recovers panics, records metrics, and turns the mux's own
@@ -246,11 +256,48 @@ func (s *Server) publicBase(r *http.Request) string {
 	if s.publicURL != "" {
 		return s.publicURL
 	}
+	if !plainHost(r.Host) {
+		return "" // the type stays a reference relative to the server
+	}
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
 	}
 	return scheme + "://" + r.Host
+}
+
+// plainHost reports whether a Host header is a DNS name or an IP literal, with an optional
+// port, and nothing else: what net/http accepts is wider (userinfo-like and sub-delimiter
+// characters), and the problem type must not carry what a client slipped in.
+func plainHost(h string) bool {
+	host, port, err := net.SplitHostPort(h)
+	if err != nil {
+		host, port = h, ""
+	} else if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return false
+	}
+	if strings.HasPrefix(h, "[") {
+		a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+		return err == nil && a.Is6() && a.Zone() == ""
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		return a.Is4() // an IPv6 address must be in brackets
+	}
+	host = strings.TrimSuffix(host, ".")
+	if host == "" || len(host) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(host, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, c := range []byte(label) {
+			if !(c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {

@@ -43,11 +43,14 @@ type Config struct {
 	Store     store.Store
 	Artifacts artifact.Store
 
-	Addr    string // listen address, default 127.0.0.1:8080; port 0 picks a free one
-	DataDir string // session key, work and cache folders; default ./chaperone-data
-	Version string
-	Logger  *slog.Logger
-	Limits  catalog.Limits
+	Addr string // listen address, default 127.0.0.1:8080; port 0 picks a free one
+	// MetricsAddr, when set, is where /metrics is served instead of on Addr, for the
+	// operator alone (a private interface, a scraper's network).
+	MetricsAddr string
+	DataDir     string // session key, work and cache folders; default ./chaperone-data
+	Version     string
+	Logger      *slog.Logger
+	Limits      catalog.Limits
 	// PublicURL, TrustedProxies and ForwardedHeader: see api.Config.
 	PublicURL       string
 	TrustedProxies  []netip.Prefix
@@ -70,16 +73,19 @@ type Config struct {
 
 // App is a running server.
 type App struct {
-	URL       string // http://host:port
-	Store     store.Store
-	Artifacts artifact.Store
-	API       *api.Server
+	URL string // http://host:port
+	// MetricsURL is http://host:port/metrics of Config.MetricsAddr, else of URL.
+	MetricsURL string
+	Store      store.Store
+	Artifacts  artifact.Store
+	API        *api.Server
 
-	http   *http.Server
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	errs   chan error
-	once   sync.Once
+	http    *http.Server
+	metrics *http.Server // on Config.MetricsAddr; nil when metrics are served with the API
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	errs    chan error
+	once    sync.Once
 }
 
 // DefaultDataDir is the data folder when none is given.
@@ -152,16 +158,17 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		return nil, err
 	}
 	srv := api.New(api.Config{
-		Catalog:         cat,
-		Store:           st,
-		Artifacts:       arts,
-		Logger:          log,
-		Version:         cfg.Version,
-		PublicURL:       cfg.PublicURL,
-		TrustedProxies:  cfg.TrustedProxies,
-		ForwardedHeader: cfg.ForwardedHeader,
-		SessionSecret:   secret,
-		WorkerTTL:       cfg.LeaseTTL,
+		Catalog:          cat,
+		Store:            st,
+		Artifacts:        arts,
+		Logger:           log,
+		Version:          cfg.Version,
+		PublicURL:        cfg.PublicURL,
+		TrustedProxies:   cfg.TrustedProxies,
+		ForwardedHeader:  cfg.ForwardedHeader,
+		SessionSecret:    secret,
+		WorkerTTL:        cfg.LeaseTTL,
+		MetricsElsewhere: cfg.MetricsAddr != "",
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -183,11 +190,18 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		cancel: cancel,
 		errs:   make(chan error, 2),
 	}
+	a.MetricsURL = a.URL + "/metrics"
 	a.wg.Go(func() {
 		if err := a.http.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			a.errs <- err
 		}
 	})
+	if cfg.MetricsAddr != "" {
+		if err := a.serveMetrics(cfg.MetricsAddr, log); err != nil {
+			a.Close()
+			return nil, err
+		}
+	}
 	queue := backend.New(backend.Config{Store: st, Artifacts: arts, MaxAttempts: cfg.MaxAttempts,
 		LeaseTTL: cfg.LeaseTTL, Heartbeat: cfg.Heartbeat, Logger: log})
 	a.wg.Go(func() { queue.Reap(runCtx, cfg.ReapEvery) })
@@ -228,6 +242,25 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	return a, nil
 }
 
+// serveMetrics serves the API's metrics alone on addr.
+func (a *App) serveMetrics(addr string, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listening for metrics on %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", a.API.Metrics())
+	a.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	a.MetricsURL = "http://" + ln.Addr().String() + "/metrics"
+	a.wg.Go(func() {
+		if err := a.metrics.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			a.errs <- err
+		}
+	})
+	return nil
+}
+
 // Err delivers a failure of the HTTP server or the worker.
 func (a *App) Err() <-chan error { return a.errs }
 
@@ -244,6 +277,9 @@ func (a *App) Close() error {
 		err = a.http.Shutdown(ctx)
 		if err != nil {
 			a.http.Close()
+		}
+		if a.metrics != nil {
+			a.metrics.Close()
 		}
 		a.cancel()
 		a.wg.Wait()

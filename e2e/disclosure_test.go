@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -56,4 +57,24 @@ func TestUnavailableTellsCallersWhatIsMissingAndTheOperatorTheRest(t *testing.T)
 		mustf(t, !strings.Contains(detail, leak), "503 detail %q carries %q", detail, leak)
 	}
 	mustf(t, strings.Contains(log.String(), "hunter2") && strings.Contains(log.String(), tool), "the operator's log lacks the tool's path and output:\n%s", log.String())
+}
+
+// TestMetricsCanLiveOnAnOperatorOnlyAddress: with MetricsAddr the API answers /metrics
+// with a 404 problem and the metrics are served on their own address.
+func TestMetricsCanLiveOnAnOperatorOnlyAddress(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, func(c *app.Config) { c.MetricsAddr = "127.0.0.1:0" })
+	s.get("/metrics").problem(http.StatusNotFound, "not-found")
+	mustf(t, !strings.HasPrefix(s.MetricsURL, s.URL), "metrics at %s, with the API at %s", s.MetricsURL, s.URL)
+	res, err := http.Get(s.MetricsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	mustf(t, res.StatusCode == http.StatusOK && strings.Contains(string(body), "chaperone_http_requests_total"), "metrics: %d %s", res.StatusCode, body)
+
+	shared := startServer(t)
+	mustf(t, shared.MetricsURL == shared.URL+"/metrics", "metrics URL %s", shared.MetricsURL)
+	shared.get("/metrics").expect(http.StatusOK)
 }

@@ -119,6 +119,7 @@ func serve(args []string, stderr io.Writer) error {
 	data := fs.String("data", env("CHAPERONE_DATA", app.DefaultDataDir), "data folder: database, artifacts, work folders (CHAPERONE_DATA)")
 	slots := fs.Int("slots", envInt("CHAPERONE_SLOTS", 0), "jobs the in-process worker runs at once; 0 = one per GPU found, else 1 (CHAPERONE_SLOTS)")
 	noWorker := fs.Bool("no-worker", env("CHAPERONE_NO_WORKER", "") == "1", "serve the API without an in-process worker (CHAPERONE_NO_WORKER=1)")
+	metricsAddr := fs.String("metrics-addr", env("CHAPERONE_METRICS_ADDR", ""), "serve /metrics on this address alone, for the operator, instead of with the API (CHAPERONE_METRICS_ADDR)")
 	publicURL := fs.String("public-url", env("CHAPERONE_PUBLIC_URL", ""), "public base URL, used in problem type URIs; default: from each request (CHAPERONE_PUBLIC_URL)")
 	logLevel := fs.String("log-level", env("CHAPERONE_LOG_LEVEL", "info"), "debug, info, warn or error (CHAPERONE_LOG_LEVEL)")
 	msaServer := fs.String("msa-server", env("CHAPERONE_MSA_SERVER", engine.DefaultMSAServer), "ColabFold-compatible MMseqs2 server that use_msa_server sends protein sequences to; self-host one to keep them private (CHAPERONE_MSA_SERVER)")
@@ -199,6 +200,7 @@ func serve(args []string, stderr io.Writer) error {
 		Store:           stores.Jobs,
 		Artifacts:       stores.Artifacts,
 		Addr:            *addr,
+		MetricsAddr:     *metricsAddr,
 		DataDir:         *data,
 		Version:         version,
 		Logger:          logger,
