@@ -201,6 +201,9 @@ func (s *Server) liveModels(ctx context.Context) (liveSet, error) {
 // checkAvailable is the 503 of decisions "Compute availability": its detail says what an
 // operator must do about it.
 func (s *Server) checkAvailable(ctx context.Context, j *job.Job) error {
+	if !s.awaitStartup(ctx) {
+		return errStarting
+	}
 	live, err := s.liveModels(ctx)
 	if err != nil {
 		return err

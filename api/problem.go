@@ -109,6 +109,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			kind = probAtCapacity
 		}
 		s.writeProblem(w, r, kind, limit.Reason)
+	case errors.Is(err, errStarting):
+		w.Header().Set("Retry-After", retryAfterSeconds(startingRetry))
+		s.writeProblem(w, r, probUnavailable, startingDetail)
 	case errors.As(err, &unavailable):
 		w.Header().Set("Retry-After", "300")
 		s.writeProblem(w, r, probUnavailable, unavailable.Reason)

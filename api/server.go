@@ -10,6 +10,7 @@ import (
 	"crypto/rand"
 	_ "embed"
 	"encoding/hex"
+	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -48,6 +49,12 @@ type Config struct {
 	ForwardedHeader string
 	// SessionSecret signs web-session cookies.
 	SessionSecret []byte
+	// Starting is closed once this server's start-up is over: its own worker has checked
+	// its engines and announced them. Until then creates wait up to StartupWait for it,
+	// and /v1/ready answers 503. Nil means ready at once (no worker in this process).
+	Starting <-chan struct{}
+	// StartupWait is how long a create waits for start-up to end; default 10 s.
+	StartupWait time.Duration
 	// MetricsElsewhere keeps /metrics off the API: the caller serves Metrics on an
 	// operator-only address instead.
 	MetricsElsewhere bool
@@ -69,6 +76,8 @@ type Server struct {
 	forwardedHeader string
 	sessionSecret   []byte
 	workerTTL       time.Duration
+	starting        <-chan struct{}
+	startupWait     time.Duration
 	now             func() time.Time
 	mux             *http.ServeMux
 	metrics         *metrics
@@ -89,6 +98,8 @@ func New(cfg Config) *Server {
 		trustedProxies: cfg.TrustedProxies,
 		sessionSecret:  cfg.SessionSecret,
 		workerTTL:      cfg.WorkerTTL,
+		starting:       cfg.Starting,
+		startupWait:    cfg.StartupWait,
 		now:            cfg.Now,
 		mux:            http.NewServeMux(),
 	}
@@ -102,6 +113,9 @@ func New(cfg Config) *Server {
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.startupWait == 0 {
+		s.startupWait = 10 * time.Second
 	}
 	if s.workerTTL == 0 {
 		s.workerTTL = 30 * time.Second
@@ -122,6 +136,7 @@ func (s *Server) Metrics() http.Handler { return s.metrics.handler() }
 func (s *Server) routes(withMetrics bool) {
 	handle := func(pattern string, h http.HandlerFunc) { s.mux.Handle(pattern, h) }
 	handle("GET /v1/health", s.health)
+	handle("GET /v1/ready", s.readiness)
 	handle("GET /v1/models", s.models)
 	handle("GET /v1/openapi.json", s.openapi)
 	handle("POST /v1/predictions", s.createPrediction)
@@ -300,10 +315,57 @@ func plainHost(h string) bool {
 	return true
 }
 
+// health is liveness: 200 while the process serves. Whether start-up is over is its
+// "ready" field, and the status of /v1/ready, for load balancers.
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{
+	writeJSON(w, http.StatusOK, map[string]any{
 		"status": "ok", "service": "chaperone", "api_version": catalog.APIVersion, "version": s.version,
+		"ready": s.ready(),
 	})
+}
+
+// startingRetry is the Retry-After of a refusal during start-up: the first engine check
+// takes seconds (a Python tool imports torch), not the minutes of a missing tool.
+const startingRetry = 5 * time.Second
+
+func (s *Server) readiness(w http.ResponseWriter, r *http.Request) {
+	if !s.ready() {
+		w.Header().Set("Retry-After", retryAfterSeconds(startingRetry))
+		s.writeProblem(w, r, probUnavailable, startingDetail)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"ready": true})
+}
+
+// ready reports whether start-up is over.
+func (s *Server) ready() bool {
+	select {
+	case <-s.starting:
+		return true
+	default:
+		return s.starting == nil
+	}
+}
+
+// errStarting refuses a create that start-up kept waiting longer than StartupWait.
+var errStarting = errors.New("api: start-up not over")
+
+const startingDetail = "The server is starting: its worker is still checking its engines. Retry in a few seconds."
+
+// awaitStartup waits up to StartupWait for start-up to end, and reports whether it has.
+func (s *Server) awaitStartup(ctx context.Context) bool {
+	if s.ready() {
+		return true
+	}
+	t := time.NewTimer(s.startupWait)
+	defer t.Stop()
+	select {
+	case <-s.starting:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
 }
 
 func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {

@@ -157,6 +157,12 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	if err := addInputRules(cat, cfg.Engines); err != nil {
 		return nil, err
 	}
+	// Until the in-process worker has checked its engines, creates wait for it (briefly)
+	// rather than learn that no worker can run their model.
+	var starting chan struct{}
+	if !cfg.NoWorker {
+		starting = make(chan struct{})
+	}
 	srv := api.New(api.Config{
 		Catalog:          cat,
 		Store:            st,
@@ -169,6 +175,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		SessionSecret:    secret,
 		WorkerTTL:        cfg.LeaseTTL,
 		MetricsElsewhere: cfg.MetricsAddr != "",
+		Starting:         starting,
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -228,7 +235,9 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 			Stall:  cfg.Limits.Stall,
 			Logger: log,
 		})
-		if err := w.Start(runCtx); err != nil {
+		err = w.Start(runCtx)
+		close(starting)
+		if err != nil {
 			a.Close()
 			return nil, err
 		}
