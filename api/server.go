@@ -15,6 +15,8 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -170,12 +172,30 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	defer s.recoverPanic(rec, r)
 
+	if k, detail, ok := malformed(r); !ok {
+		s.writeProblem(rec, r, k, detail)
+		return
+	}
 	h, pattern := s.mux.Handler(r)
 	if pattern == "" {
 		s.unmatched(rec, r, h)
 		return
 	}
 	s.mux.ServeHTTP(rec, r)
+}
+
+// malformed finds what the mux would redirect (a path with . or .. segments or doubled
+// slashes: it answers those with a redirect to the clean path, here a 404 as no API path
+// has them) and what handlers would silently ignore (a query string that does not parse),
+// and says what is wrong.
+func malformed(r *http.Request) (k problemKind, detail string, ok bool) {
+	if p := r.URL.Path; r.Method != http.MethodConnect && (p == "" || p[0] != '/' || path.Clean(p) != p && path.Clean(p)+"/" != p) {
+		return probNotFound, "There is no endpoint at " + strconv.Quote(p) + ": API paths have no . or .. segments and no doubled slashes.", false
+	}
+	if _, err := url.ParseQuery(r.URL.RawQuery); err != nil {
+		return probInvalid, "The query string does not parse: " + err.Error() + ".", false
+	}
+	return problemKind{}, "", true
 }
 
 // record counts a request in the metrics and writes its access-log line.

@@ -178,7 +178,7 @@ func (c *Client) send(ctx context.Context, cl call) (*http.Response, error) {
 			case !retryable(res.StatusCode), apiErr.RetryAfter > c.retry.MaxRetryAfter,
 				wait && announced+apiErr.RetryAfter > c.retry.Patience:
 				return nil, apiErr
-			case wait:
+			case wait && c.retry.Attempts > 1:
 				announced += apiErr.RetryAfter
 				attempt-- // a wait the server announced is not a failed attempt
 				delay = honour(apiErr.RetryAfter)

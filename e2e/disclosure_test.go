@@ -78,3 +78,25 @@ func TestMetricsCanLiveOnAnOperatorOnlyAddress(t *testing.T) {
 	mustf(t, shared.MetricsURL == shared.URL+"/metrics", "metrics URL %s", shared.MetricsURL)
 	shared.get("/metrics").expect(http.StatusOK)
 }
+
+// TestCreatesNeedJSONAndRequestsMustParse: a create sent as anything but JSON is a 415 (a
+// browser form from another site cannot create jobs); duplicate keys, a query string that
+// does not parse is a 400, and a path that is not clean a 404, never ignored or redirected.
+func TestCreatesNeedJSONAndRequestsMustParse(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	for _, path := range []string{"/v1/predictions", "/v1/designs", "/v1/embeddings"} {
+		for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"} {
+			s.post(path, `{"sequence":"MKT"}`, "Content-Type: "+ct).problem(http.StatusUnsupportedMediaType, "unsupported-media-type")
+		}
+	}
+	s.post("/v1/predictions", `{"sequence":"MKT"}`, "Content-Type: application/json; charset=utf-8").expect(http.StatusAccepted)
+	detail := s.post("/v1/predictions", `{"sequence":"MKT","sequence":"AAAA"}`).problem(http.StatusBadRequest, "invalid-input")
+	mustf(t, strings.Contains(detail, `"sequence" appears twice`), "duplicate key: %q", detail)
+	s.get("/v1/jobs?cursor=%%%x").problem(http.StatusBadRequest, "invalid-input")
+	for _, path := range []string{"/v1//jobs", "/v1/jobs/./x", "/v1/models/.."} {
+		r := call(t, s.URL, http.MethodGet, path, nil)
+		mustf(t, r.Status == http.StatusNotFound && r.Header.Get("Content-Type") == "application/problem+json" && r.Header.Get("Location") == "",
+			"GET %s: %d %s, Location %q", path, r.Status, r.Header.Get("Content-Type"), r.Header.Get("Location"))
+	}
+}

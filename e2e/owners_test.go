@@ -176,6 +176,7 @@ func TestIdempotencyKeys(t *testing.T) {
 		go func() {
 			req, _ := http.NewRequest(http.MethodPost, s.URL+"/v1/predictions", strings.NewReader(`{"sequence":"MKT","name":"hang"}`))
 			req.Header.Set("Idempotency-Key", "burst")
+			req.Header.Set("Content-Type", "application/json")
 			res, err := http.DefaultClient.Do(req)
 			if err != nil {
 				answers <- answer{err: err}
