@@ -42,18 +42,26 @@ func hostileRequests(n int, seed uint64, jobID string) []string {
 	}
 	generators := []func() string{
 		func() string { return garbage(1+rng.IntN(40)) + "\r\n\r\n" },
-		func() string { return pick("GET", "POST", "G ET", "") + " " + pick(paths...) + " " + pick("HTTP/9.9", "HTTP/1", "HTTP/1.1x", "http/1.1", "HTTP/2.0", "FOO") + "\r\nHost: h\r\n\r\n" },
+		func() string {
+			return pick("GET", "POST", "G ET", "") + " " + pick(paths...) + " " + pick("HTTP/9.9", "HTTP/1", "HTTP/1.1x", "http/1.1", "HTTP/2.0", "FOO") + "\r\nHost: h\r\n\r\n"
+		},
 		func() string { return "GET " + pick(paths...) + "\r\n\r\n" },
 		func() string { return "GET " + garbage(1+rng.IntN(8)) + " HTTP/1.1\r\nHost: h\r\n\r\n" },
 		func() string {
 			return line("GET", pick(paths...)) + "X-" + pick("A", "B") + ": a" + string(rune(rng.IntN(32))) + "b\r\n\r\n"
 		},
-		func() string { return line("GET", pick(paths...)) + pick("Bad Name", "Na\x01me", ":", "X-A") + ": v\r\n\r\n" },
-		func() string { return line("GET", pick(paths...)) + "X-Big: " + strings.Repeat("a", 1<<20+8<<10+rng.IntN(1000)) + "\r\n\r\n" },
+		func() string {
+			return line("GET", pick(paths...)) + pick("Bad Name", "Na\x01me", ":", "X-A") + ": v\r\n\r\n"
+		},
+		func() string {
+			return line("GET", pick(paths...)) + "X-Big: " + strings.Repeat("a", 1<<20+8<<10+rng.IntN(1000)) + "\r\n\r\n"
+		},
 		func() string {
 			return line("POST", pick(paths...)) + "Transfer-Encoding: " + pick("gzip, chunked", "identity", "foo", "chunked, chunked") + "\r\n\r\n0\r\n\r\n"
 		},
-		func() string { return line("GET", pick(paths...)) + "Expect: " + pick("200-ok", "100-continue-please", "x") + "\r\n\r\n" },
+		func() string {
+			return line("GET", pick(paths...)) + "Expect: " + pick("200-ok", "100-continue-please", "x") + "\r\n\r\n"
+		},
 		func() string {
 			p := pick(paths...)
 			i := 1 + rng.IntN(len(p)-1)
