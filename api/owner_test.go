@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -97,3 +98,38 @@ func TestProblemTypesEchoOnlyAPlainHost(t *testing.T) {
 }
 
 var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// FuzzClientIP: whatever a client puts in the forwarding headers, the owner address is the
+// peer or an address that stands in the named header, and never a trusted proxy's unless
+// it is the peer's own.
+func FuzzClientIP(f *testing.F) {
+	for _, seed := range []string{"203.0.113.7", "1.1.1.1, 203.0.113.7", `for="[2001:db8::1]:80";proto=https, for=_x`, "unknown, 10.0.0.9", ""} {
+		f.Add(seed, seed, false)
+	}
+	proxies := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	f.Fuzz(func(t *testing.T, xff, fwd string, rfc bool) {
+		header := ForwardedXFF
+		if rfc {
+			header = ForwardedRFC7239
+		}
+		s := &Server{trustedProxies: proxies, forwardedHeader: header}
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = "10.0.0.1:5"
+		r.Header["X-Forwarded-For"] = []string{xff}
+		r.Header["Forwarded"] = []string{fwd}
+		got := s.clientIP(r)
+		if got == netip.MustParseAddr("10.0.0.1") {
+			return
+		}
+		if !got.IsValid() || s.trusted(got) {
+			t.Fatalf("client %v from %q / %q", got, xff, fwd)
+		}
+		named := xff
+		if rfc {
+			named = fwd
+		}
+		if !slices.Contains(forwardedHops([]string{named}, rfc), got) {
+			t.Fatalf("client %v is not an address of the named header %q", got, named)
+		}
+	})
+}

@@ -37,7 +37,12 @@ type Model struct {
 	// MaxResidues is the most residues the model takes: per structure for prediction and
 	// design models (at most Limits.ResidueCeiling), per sequence for embedding models (at
 	// most Limits.EmbedResidues).
-	MaxResidues  int
+	MaxResidues int
+	// MaxTokens is the most tokens a structure of a prediction or design model holds: a
+	// token per polymer residue and per ligand heavy atom (bio.Entity.Tokens), as the
+	// models tokenize, so that a ligand of thousands of atoms cannot pass as one residue.
+	// It equals MaxResidues; 0 for embedding models.
+	MaxTokens    int
 	DModel       int // embedding models; 0 for others
 	Capabilities Capabilities
 	Params       []Param

@@ -20,6 +20,7 @@ type ModelDoc struct {
 	Name         string              `json:"name"`
 	Available    bool                `json:"available"`
 	MaxResidues  int                 `json:"max_residues"`
+	MaxTokens    int                 `json:"max_tokens,omitempty"` // structure models: residues plus ligand heavy atoms
 	Capabilities Capabilities        `json:"capabilities"`
 	DModel       int                 `json:"d_model,omitempty"` // embedding models only
 	Fast         string              `json:"fast"`
@@ -82,6 +83,7 @@ func (c *Catalog) Document(available map[string]bool) CatalogDoc {
 			Name:         m.Name,
 			Available:    available[m.ID],
 			MaxResidues:  m.MaxResidues,
+			MaxTokens:    m.MaxTokens,
 			Capabilities: m.Capabilities,
 			DModel:       m.DModel,
 			Fast:         m.Fast,
