@@ -49,7 +49,7 @@ func TestChaosRandomSIGKILLs(t *testing.T) {
 	t.Logf("chaos seed %d, %d rounds", seed, rounds)
 	dir := t.TempDir()
 	accepted := map[string]string{} // idempotency key → job id
-	var unanswered []string          // keys whose create got no answer yet
+	var unanswered []string         // keys whose create got no answer yet
 	names := []string{"ok", "slow:3", "slow:8", "many:5"}
 	for round := range rounds {
 		c := startChild(t, dir)
