@@ -51,7 +51,8 @@ func newHoldServerOn(t *testing.T, opaque bool) *holdServer {
 		t.Fatalf("lease: %v %v", l, err)
 	}
 	hs := &holdServer{t: t, st: st, jobID: j.ID}
-	hs.srv = New(Config{Catalog: catalog.New(catalog.DefaultLimits()), Store: st, Artifacts: arts,
+	// Every hold of these tests comes from one client: lift the per-client bounds.
+	hs.srv = New(Config{Catalog: catalog.New(catalog.DefaultLimits()), Store: st, Artifacts: arts, ConnsPerClient: 1 << 12, HeldPerClient: 1 << 12,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), WorkerTTL: time.Hour})
 	ts := httptest.NewUnstartedServer(hs.srv)
 	if opaque {

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"syscall"
+	"time"
 )
 
 // net/http answers a few requests by itself, before any handler sees them: a request line
@@ -22,17 +24,53 @@ type problemListener struct {
 	s *Server
 }
 
+// Accept also bounds the connections one client holds open (clients.go), so that clients
+// that open connections and dribble their requests cannot use up the server's file
+// descriptors: a connection over the bound gets a 429 problem and is closed. Connections
+// of a trusted proxy are not bounded here; the proxy bounds its clients.
 func (l problemListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		pc := &problemConn{Conn: c, s: l.s, release: func() {}}
+		peer := addrOf(c.RemoteAddr())
+		if l.s.trusted(peer) {
+			return pc, nil
+		}
+		release, ok := l.s.conns.take(clientGroup(peer))
+		if ok {
+			pc.release = release
+			return pc, nil
+		}
+		go refuse(c, l.s.rawProblem(probTooManyConns, "This client has too many connections open; close some, or reuse them with keep-alive."))
 	}
-	return &problemConn{Conn: c, s: l.s}, nil
+}
+
+// refuse writes a problem to a connection it will not serve, and closes it.
+func refuse(c net.Conn, answer []byte) {
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	_, _ = c.Write(answer)
+}
+
+func addrOf(a net.Addr) netip.Addr {
+	if tcp, ok := a.(*net.TCPAddr); ok {
+		return tcp.AddrPort().Addr().Unmap()
+	}
+	return netip.IPv4Unspecified()
 }
 
 type problemConn struct {
 	net.Conn
-	s *Server
+	s       *Server
+	release func() // gives back the client's connection count, once
+}
+
+func (c *problemConn) Close() error {
+	c.release()
+	return c.Conn.Close()
 }
 
 // netHTTPErrorHeaders is how net/http's own plain-text answers end their header.

@@ -25,7 +25,7 @@ const SessionCookie = "chaperone_session"
 var errBadKey = errors.New("bad api key")
 
 // owner decides who a request belongs to (decisions: Ownership): a valid API key, else the
-// web app's session, else the client IP. A key that is present but invalid is errBadKey.
+// web app's session, else the client IP (an IPv6 client by its /64, see clientGroup). A key that is present but invalid is errBadKey.
 func (s *Server) owner(r *http.Request) (job.Owner, error) {
 	if key, present := presentedKey(r); present {
 		id, err := s.checkKey(r, key)
@@ -39,7 +39,7 @@ func (s *Server) owner(r *http.Request) (job.Owner, error) {
 			return job.Owner{Kind: job.OwnerSession, ID: id}, nil
 		}
 	}
-	return job.Owner{Kind: job.OwnerIP, ID: s.clientIP(r).String()}, nil
+	return job.Owner{Kind: job.OwnerIP, ID: clientGroup(s.clientIP(r))}, nil
 }
 
 // presentedKey finds a key in Authorization: Bearer or X-API-Key.

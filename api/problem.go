@@ -60,6 +60,8 @@ var (
 		"The request uses an HTTP feature the server does not implement, such as an unknown transfer coding. Send the body with Content-Length or chunked transfer coding."}
 	probVersion = problemKind{"http-version-not-supported", http.StatusHTTPVersionNotSupported, "HTTP version not supported",
 		"The request names an HTTP version the server does not speak. Use HTTP/1.1."}
+	probTooManyConns = problemKind{"too-many-connections", http.StatusTooManyRequests, "Too many connections",
+		"This client holds more connections open than the service allows one client (an IPv6 client counts by its /64). Reuse connections with keep-alive, or close some; the connection that got this answer is closed."}
 	probInternal = problemKind{"internal", http.StatusInternalServerError, "Internal error",
 		"Something went wrong inside the service. Nothing about it is shown here; the operator can find it in the server log under the request_id of this response."}
 )
@@ -67,7 +69,7 @@ var (
 var problemKinds = []problemKind{probInvalid, probUnauthorized, probNotFound, probMethod,
 	probConflict, probPrecondition, probTooLarge, probRange, probIdemReused, probRateLimited,
 	probAtCapacity, probUnavailable, probInternal, probMalformed, probUnsupportedMedia, probExpectation,
-	probHeadersTooLarge, probNotImplemented, probVersion}
+	probHeadersTooLarge, probNotImplemented, probVersion, probTooManyConns}
 
 // problem is an RFC 9457 problem detail as chaperone sends it.
 type problem struct {
