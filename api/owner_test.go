@@ -74,6 +74,8 @@ func TestProblemTypesEchoOnlyAPlainHost(t *testing.T) {
 		{"evil.example:99999", "/errors/not-found"},
 		{"evil.example:", "/errors/not-found"},
 		{"2001:db8::1", "/errors/not-found"},
+		{"[0::", "/errors/not-found"},
+		{"[2001:db8::1]", "http://[2001:db8::1]/errors/not-found"},
 		{"-evil.example", "/errors/not-found"},
 		{"ex%41mple.org", "/errors/not-found"},
 		{"", "/errors/not-found"},

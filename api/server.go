@@ -319,7 +319,11 @@ func plainHost(h string) bool {
 		return false
 	}
 	if strings.HasPrefix(h, "[") {
-		a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+		inner, closed := strings.CutSuffix(strings.TrimPrefix(host, "["), "]")
+		if port == "" && !closed { // with a port, SplitHostPort took the brackets off
+			return false
+		}
+		a, err := netip.ParseAddr(inner)
 		return err == nil && a.Is6() && a.Zone() == ""
 	}
 	if a, err := netip.ParseAddr(host); err == nil {
