@@ -51,7 +51,9 @@ func TestFilesOfRemovedJobsGoEvenWhenTheCallerHangsUp(t *testing.T) {
 		srv := New(Config{Catalog: catalog.New(limits), Store: &hangUpStore{Store: st, hangUp: hangUp}, Artifacts: arts,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), WorkerTTL: time.Hour})
 		w := httptest.NewRecorder()
-		srv.ServeHTTP(w, httptest.NewRequestWithContext(reqCtx, method, path, strings.NewReader(body)))
+		r := httptest.NewRequestWithContext(reqCtx, method, path, strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		srv.ServeHTTP(w, r)
 		return w
 	}
 	filesGone := func(id string) {

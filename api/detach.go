@@ -27,8 +27,10 @@ import (
 // whose held request was answered outside net/http comes back to it. Without it every hold
 // blocks its handler, as net/http does by default. Call it once, before serving, and only
 // for a listener of plain HTTP (TLS is for a proxy in front, as chaperone is deployed).
+// Its connections also turn the answers net/http writes by itself into problems
+// (framing.go).
 func (s *Server) Listener(ln net.Listener) net.Listener {
-	l := &rejoinListener{Listener: ln, accepted: make(chan acceptResult), rejoined: make(chan net.Conn), done: make(chan struct{})}
+	l := &rejoinListener{Listener: problemListener{Listener: ln, s: s}, accepted: make(chan acceptResult), rejoined: make(chan net.Conn), done: make(chan struct{})}
 	s.detached.listener = l
 	return l
 }

@@ -40,7 +40,7 @@ func newHoldServer(t *testing.T) *holdServer { return newHoldServerOn(t, false) 
 func newHoldServerOn(t *testing.T, opaque bool) *holdServer {
 	t.Helper()
 	ctx := context.Background()
-	st, _ := testStores(t)
+	st, arts := testStores(t)
 	now := time.Now()
 	j := &job.Job{ID: job.NewID(), Owner: job.Owner{Kind: job.OwnerIP, ID: "127.0.0.1"}, Kind: job.PredictKind,
 		Model: "boltz2", RunModel: "boltz2", Status: job.Queued, CreatedAt: now, Total: 1}
@@ -51,7 +51,8 @@ func newHoldServerOn(t *testing.T, opaque bool) *holdServer {
 		t.Fatalf("lease: %v %v", l, err)
 	}
 	hs := &holdServer{t: t, st: st, jobID: j.ID}
-	hs.srv = New(Config{Catalog: catalog.New(catalog.DefaultLimits()), Store: st,
+	// Every hold of these tests comes from one client: lift the per-client bounds.
+	hs.srv = New(Config{Catalog: catalog.New(catalog.DefaultLimits()), Store: st, Artifacts: arts, ConnsPerClient: 1 << 12, HeldPerClient: 1 << 12,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), WorkerTTL: time.Hour})
 	ts := httptest.NewUnstartedServer(hs.srv)
 	if opaque {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -41,12 +42,24 @@ func decodeThen[Req any](validate func(*Req) (*job.Job, error)) func([]byte) (*j
 	}
 }
 
+// isJSON reports whether a Content-Type is application/json, with or without parameters.
+// Browsers send cross-site forms without a preflight only as text/plain, form or multipart
+// bodies, so requiring JSON also keeps other sites from creating jobs through a visitor.
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == "application/json"
+}
+
 // create is the path every create takes: owner, body within the size cap, validation
 // (before anything else, so an invalid request gets its 400 whatever the hardware),
 // availability, then one store transaction for idempotency, quotas and retention.
 func (s *Server) create(w http.ResponseWriter, r *http.Request, validate func([]byte) (*job.Job, error)) {
 	owner, ok := s.requireOwner(w, r)
 	if !ok {
+		return
+	}
+	if !isJSON(r.Header.Get("Content-Type")) {
+		s.writeProblem(w, r, probUnsupportedMedia, "Send the request body as JSON, with Content-Type: application/json.")
 		return
 	}
 	idemKey, hasKey := r.Header["Idempotency-Key"]
@@ -207,6 +220,9 @@ func (s *Server) liveModels(ctx context.Context) (liveSet, error) {
 // checkAvailable is the 503 of decisions "Compute availability": its detail says what an
 // operator must do about it.
 func (s *Server) checkAvailable(ctx context.Context, j *job.Job) error {
+	if !s.awaitStartup(ctx) {
+		return errStarting
+	}
 	live, err := s.liveModels(ctx)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
@@ -28,7 +29,7 @@ const sessionLifetime = 365 * 24 * 60 * 60
 var errBadKey = errors.New("bad api key")
 
 // owner decides who a request belongs to (decisions: Ownership): a valid API key, else the
-// web app's session, else the client IP. A key that is present but invalid is errBadKey.
+// web app's session, else the client IP (an IPv6 client by its /64, see clientGroup). A key that is present but invalid is errBadKey.
 func (s *Server) owner(r *http.Request) (job.Owner, error) {
 	if key, present := presentedKey(r); present {
 		id, err := s.checkKey(r, key)
@@ -40,7 +41,7 @@ func (s *Server) owner(r *http.Request) (job.Owner, error) {
 	if id, ok := s.session(r); ok {
 		return job.Owner{Kind: job.OwnerSession, ID: id}, nil
 	}
-	return job.Owner{Kind: job.OwnerIP, ID: s.clientIP(r).String()}, nil
+	return job.Owner{Kind: job.OwnerIP, ID: clientGroup(s.clientIP(r))}, nil
 }
 
 // crossOrigin tells a browser's cross-site request from the web app's own, by the
@@ -134,15 +135,20 @@ func (s *Server) verifySession(v string) (string, bool) {
 }
 
 // clientIP is the TCP peer, or, when the peer is a trusted proxy, the address that proxy
-// reports: the rightmost address in X-Forwarded-For (or Forwarded) that is not itself a
-// trusted proxy, so a client cannot claim another's IP by sending the header itself.
+// reports in the one header the operator named (Config.ForwardedHeader): the rightmost
+// address in it that is not itself a trusted proxy. A proxy appends the peer it saw to the
+// right of whatever the client sent, so an address a client writes into the header, or into
+// any other forwarding header, is never believed.
 func (s *Server) clientIP(r *http.Request) netip.Addr {
 	peer := remoteAddr(r)
 	if !s.trusted(peer) {
 		return peer
 	}
-	hops := forwardedFor(r)
+	hops := forwardedHops(r.Header.Values(s.forwardedHeader), s.forwardedHeader == ForwardedRFC7239)
 	for i := len(hops) - 1; i >= 0; i-- {
+		if !hops[i].IsValid() {
+			break // the proxy sent no usable address ("unknown", an obfuscated id)
+		}
 		if !s.trusted(hops[i]) {
 			return hops[i]
 		}
@@ -171,40 +177,65 @@ func remoteAddr(r *http.Request) netip.Addr {
 	return a.Unmap()
 }
 
-// forwardedFor lists the addresses of Forwarded (RFC 7239) or else X-Forwarded-For, in
-// header order; unparsable entries are dropped.
-func forwardedFor(r *http.Request) []netip.Addr {
+// The forwarding headers an operator can name.
+const (
+	ForwardedXFF     = "X-Forwarded-For" // nginx, HAProxy, most load balancers: a list of addresses
+	ForwardedRFC7239 = "Forwarded"       // RFC 7239: elements with for= parameters
+)
+
+// CanonicalForwardedHeader checks an operator's choice of header: empty means
+// X-Forwarded-For; any other name is a comma-separated list of addresses, but Forwarded,
+// which is read as RFC 7239.
+func CanonicalForwardedHeader(name string) (string, error) {
+	if name == "" {
+		return ForwardedXFF, nil
+	}
+	if !validHeaderName(name) {
+		return "", fmt.Errorf("%q is not a header name", name)
+	}
+	return http.CanonicalHeaderKey(name), nil
+}
+
+func validHeaderName(name string) bool {
+	for _, c := range []byte(name) {
+		if !(c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return name != ""
+}
+
+// forwardedHops lists the addresses of the header's lines in order, reading each line as
+// RFC 7239 elements (rfc7239) or as an address list. An entry that does not parse stays in
+// the list as an invalid address, so that the walk from the right stops at it rather than
+// believing what stands to its left.
+func forwardedHops(lines []string, rfc7239 bool) []netip.Addr {
 	var out []netip.Addr
-	if vs := r.Header.Values("Forwarded"); len(vs) > 0 {
-		for _, v := range vs {
-			for _, elem := range strings.Split(v, ",") {
-				for _, pair := range strings.Split(elem, ";") {
-					k, val, ok := strings.Cut(strings.TrimSpace(pair), "=")
-					if ok && strings.EqualFold(k, "for") {
-						if a, ok := parseHop(strings.Trim(val, `"`)); ok {
-							out = append(out, a)
-						}
-					}
+	for _, v := range lines {
+		for _, elem := range strings.Split(v, ",") {
+			if !rfc7239 {
+				out = append(out, parseHop(strings.TrimSpace(elem)))
+				continue
+			}
+			var a netip.Addr
+			for _, pair := range strings.Split(elem, ";") {
+				k, val, ok := strings.Cut(strings.TrimSpace(pair), "=")
+				if ok && strings.EqualFold(k, "for") {
+					a = parseHop(strings.Trim(val, `"`))
 				}
 			}
-		}
-		return out
-	}
-	for _, v := range r.Header.Values("X-Forwarded-For") {
-		for _, part := range strings.Split(v, ",") {
-			if a, ok := parseHop(strings.TrimSpace(part)); ok {
-				out = append(out, a)
-			}
+			out = append(out, a)
 		}
 	}
 	return out
 }
 
-// parseHop reads "1.2.3.4", "1.2.3.4:80", "[::1]" or "[::1]:80".
-func parseHop(s string) (netip.Addr, bool) {
+// parseHop reads "1.2.3.4", "1.2.3.4:80", "[::1]" or "[::1]:80"; anything else is the
+// invalid address.
+func parseHop(s string) netip.Addr {
 	if ap, err := netip.ParseAddrPort(s); err == nil {
-		return ap.Addr().Unmap(), true
+		return ap.Addr().Unmap()
 	}
-	a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(s, "["), "]"))
-	return a.Unmap(), err == nil
+	a, _ := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(s, "["), "]"))
+	return a.Unmap()
 }

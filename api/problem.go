@@ -48,13 +48,28 @@ var (
 		"The service's queue is full. Your turn will come: wait for the number of seconds in the Retry-After header and retry."}
 	probUnavailable = problemKind{"unavailable", http.StatusServiceUnavailable, "Unavailable",
 		"No worker that can run this model is online, so a job could not start. Reads and downloads keep working. Retry after the Retry-After header; the detail says what is missing so an operator can fix it."}
+	probMalformed = problemKind{"malformed-request", http.StatusBadRequest, "Malformed request",
+		"The request is not well-formed HTTP: a request line or header that cannot be parsed, or control characters in a header. Fix the client; the detail says what was wrong."}
+	probUnsupportedMedia = problemKind{"unsupported-media-type", http.StatusUnsupportedMediaType, "Unsupported media type",
+		"Requests that create jobs must send their body as JSON, with Content-Type: application/json. This also keeps other web sites from creating jobs through their visitors' browsers."}
+	probExpectation = problemKind{"expectation-failed", http.StatusExpectationFailed, "Expectation failed",
+		"The request's Expect header asks for something the server does not do; the only expectation it meets is 100-continue."}
+	probHeadersTooLarge = problemKind{"headers-too-large", http.StatusRequestHeaderFieldsTooLarge, "Request header fields too large",
+		"The request's headers are larger than the server accepts (1 MB). Send fewer or shorter headers."}
+	probNotImplemented = problemKind{"not-implemented", http.StatusNotImplemented, "Not implemented",
+		"The request uses an HTTP feature the server does not implement, such as an unknown transfer coding. Send the body with Content-Length or chunked transfer coding."}
+	probVersion = problemKind{"http-version-not-supported", http.StatusHTTPVersionNotSupported, "HTTP version not supported",
+		"The request names an HTTP version the server does not speak. Use HTTP/1.1."}
+	probTooManyConns = problemKind{"too-many-connections", http.StatusTooManyRequests, "Too many connections",
+		"This client holds more connections open than the service allows one client (an IPv6 client counts by its /64). Reuse connections with keep-alive, or close some; the connection that got this answer is closed."}
 	probInternal = problemKind{"internal", http.StatusInternalServerError, "Internal error",
 		"Something went wrong inside the service. Nothing about it is shown here; the operator can find it in the server log under the request_id of this response."}
 )
 
 var problemKinds = []problemKind{probInvalid, probUnauthorized, probNotFound, probMethod,
 	probConflict, probPrecondition, probTooLarge, probRange, probIdemReused, probRateLimited,
-	probAtCapacity, probUnavailable, probInternal}
+	probAtCapacity, probUnavailable, probInternal, probMalformed, probUnsupportedMedia, probExpectation,
+	probHeadersTooLarge, probNotImplemented, probVersion, probTooManyConns}
 
 // problem is an RFC 9457 problem detail as chaperone sends it.
 type problem struct {
@@ -109,6 +124,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			kind = probAtCapacity
 		}
 		s.writeProblem(w, r, kind, limit.Reason)
+	case errors.Is(err, errStarting):
+		w.Header().Set("Retry-After", retryAfterSeconds(startingRetry))
+		s.writeProblem(w, r, probUnavailable, startingDetail)
 	case errors.As(err, &unavailable):
 		w.Header().Set("Retry-After", "300")
 		s.writeProblem(w, r, probUnavailable, unavailable.Reason)

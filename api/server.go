@@ -6,13 +6,19 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	_ "embed"
 	"encoding/hex"
+	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
+	"path"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -39,10 +45,25 @@ type Config struct {
 	// PublicURL is the base of problem type URIs (for example https://fold.example.org);
 	// empty means the scheme and Host of each request.
 	PublicURL string
-	// TrustedProxies are the peers whose X-Forwarded-For / Forwarded headers are believed.
+	// TrustedProxies are the peers whose forwarding header is believed.
 	TrustedProxies []netip.Prefix
+	// ForwardedHeader is the one header the trusted proxies set (see clientIP); empty means
+	// X-Forwarded-For. New panics on a name CanonicalForwardedHeader refuses.
+	ForwardedHeader string
 	// SessionSecret signs web-session cookies.
 	SessionSecret []byte
+	// Starting is closed once this server's start-up is over: its own worker has checked
+	// its engines and announced them. Until then creates wait up to StartupWait for it,
+	// and /v1/ready answers 503. Nil means ready at once (no worker in this process).
+	Starting <-chan struct{}
+	// StartupWait is how long a create waits for start-up to end; default 10 s.
+	StartupWait time.Duration
+	// ConnsPerClient and HeldPerClient bound one client's open connections and held
+	// waits (see clients.go); 0 means the defaults, 64 and 16.
+	ConnsPerClient, HeldPerClient int
+	// MetricsElsewhere keeps /metrics off the API: the caller serves Metrics on an
+	// operator-only address instead.
+	MetricsElsewhere bool
 	// WorkerTTL is how long a worker counts as live after its last heartbeat.
 	WorkerTTL time.Duration
 	// Now is the clock; nil means time.Now.
@@ -57,23 +78,27 @@ const WorkerPrefix = "/v1/worker/"
 
 // Server is the HTTP handler of the whole API.
 type Server struct {
-	cat            *catalog.Catalog
-	store          store.Store
-	artifacts      artifact.Store
-	log            *slog.Logger
-	version        string
-	publicURL      string
-	trustedProxies []netip.Prefix
-	sessionSecret  []byte
-	workerTTL      time.Duration
-	now            func() time.Time
-	workers        http.Handler
-	mux            *http.ServeMux
-	metrics        *metrics
-	finishes       *finishWatch
-	partials       partialMemo // partial of succeeded jobs, which never change
-	detached       detachedHolds
-	holding        atomic.Int64 // requests held by Prefer: wait, detached or not
+	cat             *catalog.Catalog
+	store           store.Store
+	artifacts       artifact.Store
+	log             *slog.Logger
+	version         string
+	publicURL       string
+	trustedProxies  []netip.Prefix
+	forwardedHeader string
+	sessionSecret   []byte
+	workerTTL       time.Duration
+	starting        <-chan struct{}
+	startupWait     time.Duration
+	now             func() time.Time
+	workers         http.Handler
+	mux             *http.ServeMux
+	metrics         *metrics
+	finishes        *finishWatch
+	partials        partialMemo // partial of succeeded jobs, which never change
+	detached        detachedHolds
+	holding         atomic.Int64 // requests held by Prefer: wait, detached or not
+	conns, held     *clientCounts
 }
 
 // New builds the server.
@@ -88,15 +113,25 @@ func New(cfg Config) *Server {
 		trustedProxies: cfg.TrustedProxies,
 		sessionSecret:  cfg.SessionSecret,
 		workerTTL:      cfg.WorkerTTL,
+		starting:       cfg.Starting,
+		startupWait:    cfg.StartupWait,
 		now:            cfg.Now,
 		workers:        cfg.Workers,
 		mux:            http.NewServeMux(),
 	}
+	header, err := CanonicalForwardedHeader(cfg.ForwardedHeader)
+	if err != nil {
+		panic("api: ForwardedHeader: " + err.Error())
+	}
+	s.forwardedHeader = header
 	if s.log == nil {
 		s.log = slog.Default()
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.startupWait == 0 {
+		s.startupWait = 10 * time.Second
 	}
 	if s.workerTTL == 0 {
 		s.workerTTL = 30 * time.Second
@@ -105,15 +140,21 @@ func New(cfg Config) *Server {
 		s.sessionSecret = make([]byte, 32)
 		_, _ = rand.Read(s.sessionSecret)
 	}
+	s.conns = newClientCounts(cmp.Or(cfg.ConnsPerClient, defaultConnsPerClient))
+	s.held = newClientCounts(cmp.Or(cfg.HeldPerClient, defaultHeldPerClient))
 	s.metrics = newMetrics(s)
 	s.finishes = newFinishWatch(s.store)
-	s.routes()
+	s.routes(!cfg.MetricsElsewhere)
 	return s
 }
 
-func (s *Server) routes() {
+// Metrics serves the Prometheus metrics, for an operator-only listener.
+func (s *Server) Metrics() http.Handler { return s.metrics.handler() }
+
+func (s *Server) routes(withMetrics bool) {
 	handle := func(pattern string, h http.HandlerFunc) { s.mux.Handle(pattern, h) }
 	handle("GET /v1/health", s.health)
+	handle("GET /v1/ready", s.readiness)
 	handle("GET /v1/models", s.models)
 	handle("GET /v1/openapi.json", s.openapi)
 	handle("POST /v1/predictions", s.createPrediction)
@@ -128,7 +169,9 @@ func (s *Server) routes() {
 	handle("GET /v1/jobs/{id}/artifacts/{path...}", s.artifact)
 	handle("GET /v1/jobs/{id}/logs", s.logs)
 	handle("GET /errors/{slug}", s.errorPage)
-	s.mux.Handle("GET /metrics", s.metrics.handler())
+	if withMetrics {
+		s.mux.Handle("GET /metrics", s.metrics.handler())
+	}
 	if s.workers != nil {
 		s.mux.Handle(WorkerPrefix, s.workers)
 	}
@@ -152,12 +195,30 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	defer s.recoverPanic(rec, r)
 
+	if k, detail, ok := malformed(r); !ok {
+		s.writeProblem(rec, r, k, detail)
+		return
+	}
 	h, pattern := s.mux.Handler(r)
 	if pattern == "" {
 		s.unmatched(rec, r, h)
 		return
 	}
 	s.mux.ServeHTTP(rec, r)
+}
+
+// malformed finds what the mux would redirect (a path with . or .. segments or doubled
+// slashes: it answers those with a redirect to the clean path, here a 404 as no API path
+// has them) and what handlers would silently ignore (a query string that does not parse),
+// and says what is wrong.
+func malformed(r *http.Request) (k problemKind, detail string, ok bool) {
+	if p := r.URL.Path; r.Method != http.MethodConnect && (p == "" || p[0] != '/' || path.Clean(p) != p && path.Clean(p)+"/" != p) {
+		return probNotFound, "There is no endpoint at " + strconv.Quote(p) + ": API paths have no . or .. segments and no doubled slashes.", false
+	}
+	if _, err := url.ParseQuery(r.URL.RawQuery); err != nil {
+		return probInvalid, "The query string does not parse: " + err.Error() + ".", false
+	}
+	return problemKind{}, "", true
 }
 
 // record counts a request in the metrics and writes its access-log line.
@@ -253,6 +314,9 @@ func (s *Server) publicBase(r *http.Request) string {
 	if s.publicURL != "" {
 		return s.publicURL
 	}
+	if !plainHost(r.Host) {
+		return "" // the type stays a reference relative to the server
+	}
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
@@ -260,10 +324,95 @@ func (s *Server) publicBase(r *http.Request) string {
 	return scheme + "://" + r.Host
 }
 
+// plainHost reports whether a Host header is a DNS name or an IP literal, with an optional
+// port, and nothing else: what net/http accepts is wider (userinfo-like and sub-delimiter
+// characters), and the problem type must not carry what a client slipped in.
+func plainHost(h string) bool {
+	host, port, err := net.SplitHostPort(h)
+	if err != nil {
+		host, port = h, ""
+	} else if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return false
+	}
+	if strings.HasPrefix(h, "[") {
+		inner, closed := strings.CutSuffix(strings.TrimPrefix(host, "["), "]")
+		if port == "" && !closed { // with a port, SplitHostPort took the brackets off
+			return false
+		}
+		a, err := netip.ParseAddr(inner)
+		return err == nil && a.Is6() && a.Zone() == ""
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		return a.Is4() // an IPv6 address must be in brackets
+	}
+	host = strings.TrimSuffix(host, ".")
+	if host == "" || len(host) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(host, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, c := range []byte(label) {
+			if !(c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// health is liveness: 200 while the process serves. Whether start-up is over is its
+// "ready" field, and the status of /v1/ready, for load balancers.
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{
+	writeJSON(w, http.StatusOK, map[string]any{
 		"status": "ok", "service": "chaperone", "api_version": catalog.APIVersion, "version": s.version,
+		"ready": s.ready(),
 	})
+}
+
+// startingRetry is the Retry-After of a refusal during start-up: the first engine check
+// takes seconds (a Python tool imports torch), not the minutes of a missing tool.
+const startingRetry = 5 * time.Second
+
+func (s *Server) readiness(w http.ResponseWriter, r *http.Request) {
+	if !s.ready() {
+		w.Header().Set("Retry-After", retryAfterSeconds(startingRetry))
+		s.writeProblem(w, r, probUnavailable, startingDetail)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"ready": true})
+}
+
+// ready reports whether start-up is over.
+func (s *Server) ready() bool {
+	select {
+	case <-s.starting:
+		return true
+	default:
+		return s.starting == nil
+	}
+}
+
+// errStarting refuses a create that start-up kept waiting longer than StartupWait.
+var errStarting = errors.New("api: start-up not over")
+
+const startingDetail = "The server is starting: its worker is still checking its engines. Retry in a few seconds."
+
+// awaitStartup waits up to StartupWait for start-up to end, and reports whether it has.
+func (s *Server) awaitStartup(ctx context.Context) bool {
+	if s.ready() {
+		return true
+	}
+	t := time.NewTimer(s.startupWait)
+	defer t.Stop()
+	select {
+	case <-s.starting:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
 }
 
 func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {

@@ -32,6 +32,18 @@ func (s *Server) hold(w http.ResponseWriter, r *http.Request, j *store.JobSummar
 		answer(w, r, j, true, nil)
 		return
 	}
+	// A client at its bound of held waits is answered at once, without Preference-Applied:
+	// it polls instead of holding a connection each.
+	release, ok := s.held.take(clientGroup(s.clientIP(r)))
+	if !ok {
+		answer(w, r, j, false, nil)
+		return
+	}
+	inner := answer
+	answer = func(w http.ResponseWriter, r *http.Request, final *store.JobSummary, held bool, err error) {
+		defer release()
+		inner(w, r, final, held, err)
+	}
 	if s.detach(w, r, j.ID, d, answer) {
 		return
 	}

@@ -47,14 +47,18 @@ type Config struct {
 	Store     store.Store
 	Artifacts artifact.Store
 
-	Addr    string // listen address, default 127.0.0.1:8080; port 0 picks a free one
-	DataDir string // session key, work and cache folders; default ./chaperone-data
-	Version string
-	Logger  *slog.Logger
-	Limits  catalog.Limits
-	// PublicURL and TrustedProxies: see api.Config.
-	PublicURL      string
-	TrustedProxies []netip.Prefix
+	Addr string // listen address, default 127.0.0.1:8080; port 0 picks a free one
+	// MetricsAddr, when set, is where /metrics is served instead of on Addr, for the
+	// operator alone (a private interface, a scraper's network).
+	MetricsAddr string
+	DataDir     string // session key, work and cache folders; default ./chaperone-data
+	Version     string
+	Logger      *slog.Logger
+	Limits      catalog.Limits
+	// PublicURL, TrustedProxies and ForwardedHeader: see api.Config.
+	PublicURL       string
+	TrustedProxies  []netip.Prefix
+	ForwardedHeader string
 	// Worker: Slots 0 means one per GPU found, else 1; NoWorker runs the API alone.
 	Slots    int
 	NoWorker bool
@@ -76,18 +80,21 @@ type Config struct {
 
 // App is a running server.
 type App struct {
-	URL       string // http://host:port
-	Store     store.Store
-	Artifacts artifact.Store
-	API       *api.Server
+	URL string // http://host:port
+	// MetricsURL is http://host:port/metrics of Config.MetricsAddr, else of URL.
+	MetricsURL string
+	Store      store.Store
+	Artifacts  artifact.Store
+	API        *api.Server
 
-	http   *http.Server
-	remote *remote.Handler
-	worker *worker.Worker // nil without an in-process worker
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	errs   chan error
-	once   sync.Once
+	http    *http.Server
+	metrics *http.Server // on Config.MetricsAddr; nil when metrics are served with the API
+	remote  *remote.Handler
+	worker  *worker.Worker // nil without an in-process worker
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	errs    chan error
+	once    sync.Once
 }
 
 // DefaultDataDir is the data folder when none is given.
@@ -200,6 +207,9 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		return nil, err
 	}
 
+	if _, err := api.CanonicalForwardedHeader(cfg.ForwardedHeader); err != nil {
+		return nil, fmt.Errorf("forwarded header: %w", err)
+	}
 	cat := catalog.New(cfg.Limits)
 	cat.MSAServer = cfg.MSAServerURL
 	if err := addInputRules(cat, cfg.Engines); err != nil {
@@ -212,17 +222,26 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Until the in-process worker has checked its engines, creates wait for it (briefly)
+	// rather than learn that no worker can run their model.
+	var starting chan struct{}
+	if !cfg.NoWorker {
+		starting = make(chan struct{})
+	}
 	srv := api.New(api.Config{
-		Catalog:        cat,
-		Store:          st,
-		Artifacts:      arts,
-		Logger:         log,
-		Version:        cfg.Version,
-		PublicURL:      cfg.PublicURL,
-		TrustedProxies: cfg.TrustedProxies,
-		SessionSecret:  secret,
-		WorkerTTL:      cfg.LeaseTTL,
-		Workers:        remoteWorkers,
+		Catalog:          cat,
+		Store:            st,
+		Artifacts:        arts,
+		Logger:           log,
+		Version:          cfg.Version,
+		PublicURL:        cfg.PublicURL,
+		TrustedProxies:   cfg.TrustedProxies,
+		ForwardedHeader:  cfg.ForwardedHeader,
+		SessionSecret:    secret,
+		WorkerTTL:        cfg.LeaseTTL,
+		MetricsElsewhere: cfg.MetricsAddr != "",
+		Starting:         starting,
+		Workers:          remoteWorkers,
 	})
 	webapp := web.New(web.Config{AssetDir: cfg.WebAssets, Logger: log})
 	srv.Handle("GET /{$}", srv.Session(webapp.Page()))
@@ -248,11 +267,18 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		cancel: cancel,
 		errs:   make(chan error, 2),
 	}
+	a.MetricsURL = a.URL + "/metrics"
 	a.wg.Go(func() {
 		if err := a.http.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			a.errs <- err
 		}
 	})
+	if cfg.MetricsAddr != "" {
+		if err := a.serveMetrics(cfg.MetricsAddr, log); err != nil {
+			a.Close()
+			return nil, err
+		}
+	}
 	a.wg.Go(func() { queue.Reap(runCtx, cfg.ReapEvery) })
 	if !cfg.NoWorker {
 		w, err := NewWorker(WorkerConfig{ID: cfg.WorkerID, Slots: cfg.Slots, DataDir: cfg.DataDir,
@@ -261,7 +287,9 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 			a.Close()
 			return nil, err
 		}
-		if err := w.Start(runCtx); err != nil {
+		err = w.Start(runCtx)
+		close(starting)
+		if err != nil {
 			a.Close()
 			return nil, err
 		}
@@ -330,6 +358,25 @@ func (a *App) Drain(ctx context.Context) error {
 	return a.worker.Drain(ctx)
 }
 
+// serveMetrics serves the API's metrics alone on addr.
+func (a *App) serveMetrics(addr string, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listening for metrics on %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", a.API.Metrics())
+	a.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	a.MetricsURL = "http://" + ln.Addr().String() + "/metrics"
+	a.wg.Go(func() {
+		if err := a.metrics.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			a.errs <- err
+		}
+	})
+	return nil
+}
+
 // Err delivers a failure of the HTTP server or the worker.
 func (a *App) Err() <-chan error { return a.errs }
 
@@ -348,6 +395,9 @@ func (a *App) Close() error {
 		err = a.http.Shutdown(ctx)
 		if err != nil {
 			a.http.Close()
+		}
+		if a.metrics != nil {
+			a.metrics.Close()
 		}
 		a.cancel()
 		a.wg.Wait()

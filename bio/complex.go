@@ -3,6 +3,7 @@ package bio
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Kind is what an entity of a complex is made of.
@@ -59,6 +60,35 @@ func (e *Entity) Residues() int {
 		return len(e.CCD)
 	}
 	return 1
+}
+
+// Tokens is what one copy counts against a model's size cap when the model tokenizes as
+// Boltz, Protenix and OpenFold3 do: one token per residue of a polymer, one per heavy atom
+// of a ligand. A ligand by CCD code counts its heavy atoms when the code is one of the
+// common ones of ccdHeavyAtoms, else one per code.
+func (e *Entity) Tokens() int {
+	switch {
+	case e.Kind.Polymer():
+		return len(e.Sequence)
+	case e.SMILES != "":
+		return max(1, smilesHeavyAtoms(e.SMILES))
+	}
+	n := 0
+	for _, code := range e.CCD {
+		n += max(1, ccdHeavyAtoms[strings.ToUpper(code)])
+	}
+	return n
+}
+
+// ccdHeavyAtoms are the heavy-atom counts of the ligands most often given by CCD code
+// (from the PDB's Chemical Component Dictionary). Ions, and codes not listed, count one.
+var ccdHeavyAtoms = map[string]int{
+	"ATP": 31, "ADP": 27, "AMP": 23, "ANP": 31, "GTP": 32, "GDP": 28, "GNP": 32, "UTP": 29, "CTP": 29,
+	"NAD": 44, "NAP": 48, "NDP": 48, "FAD": 53, "FMN": 31, "HEM": 43, "HEC": 43, "SAM": 27, "SAH": 26,
+	"COA": 48, "ACO": 51, "PLP": 16, "TPP": 26, "BTN": 16, "NAG": 15, "MAN": 12, "GLC": 12, "BGC": 12,
+	"BMA": 12, "GAL": 12, "FUC": 11, "SIA": 21, "CLR": 28, "PLM": 18, "OLA": 20, "GOL": 6, "EDO": 4,
+	"PEG": 7, "PG4": 13, "SO4": 5, "PO4": 5, "ACT": 4, "FMT": 3, "DMS": 4, "MPD": 8, "TRS": 8, "EPE": 15,
+	"MES": 12, "IMD": 5, "CIT": 13, "SF4": 8, "FES": 4, "HOH": 1,
 }
 
 // MSASource says where a protein's multiple sequence alignment comes from.
@@ -171,6 +201,15 @@ func (c *Complex) NumResidues() int {
 	n := 0
 	for _, e := range c.Entities {
 		n += len(e.IDs) * e.Residues()
+	}
+	return n
+}
+
+// NumTokens counts the tokens of the complex, over every copy (see Entity.Tokens).
+func (c *Complex) NumTokens() int {
+	n := 0
+	for _, e := range c.Entities {
+		n += len(e.IDs) * e.Tokens()
 	}
 	return n
 }

@@ -38,7 +38,12 @@ type Model struct {
 	// design models (at most Limits.ResidueCeiling), per sequence for embedding models (at
 	// most Limits.EmbedResidues).
 	MaxResidues int
-	DModel      int // embedding models; 0 for others
+	// MaxTokens is the most tokens a structure of a prediction or design model holds: a
+	// token per polymer residue and per ligand heavy atom (bio.Entity.Tokens), as the
+	// models tokenize, so that a ligand of thousands of atoms cannot pass as one residue.
+	// It equals MaxResidues; 0 for embedding models.
+	MaxTokens int
+	DModel    int // embedding models; 0 for others
 	// Letters are the residue letters the model's tokenizer knows, for an embedding model
 	// whose vocabulary is narrower than the protein alphabet; empty when it knows them all.
 	Letters      string

@@ -22,6 +22,8 @@ func (c *Catalog) checkComplex(m *Model, cx *bio.Complex, params map[string]any)
 		return fmt.Errorf("has %d constraints, over the cap of %d (constraints_per_complex)", len(cx.Constraints), l.ConstraintsPerComplex)
 	case cx.NumResidues() > m.MaxResidues:
 		return fmt.Errorf("has %d residues over all its chains; %s takes at most %d (max_residues)", cx.NumResidues(), m.ID, m.MaxResidues)
+	case m.MaxTokens > 0 && cx.NumTokens() > m.MaxTokens:
+		return fmt.Errorf("has %d tokens (a token per residue and per ligand heavy atom); %s takes at most %d (max_tokens)", cx.NumTokens(), m.ID, m.MaxTokens)
 	}
 	if err := c.checkCapabilities(m, cx); err != nil {
 		return err

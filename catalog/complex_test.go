@@ -41,7 +41,7 @@ func TestNewPredictAcceptsInputs(t *testing.T) {
 	tests := []struct {
 		name, body string
 	}{
-		{"a complex at every cap", body("", "sequences:\n  - protein: {id: [A, B], sequence: "+strings.Repeat("A", 19)+"}\n  - ligand: {id: L, ccd: SAH}\n"+
+		{"a complex at every cap", body("", "sequences:\n  - protein: {id: [A, B], sequence: "+strings.Repeat("A", 19)+"}\n  - ligand: {id: L, ccd: ZN}\n"+
 			"constraints:\n  - pocket: {binder: L, contacts: [[A, 1]], max_distance: 4}\n", "")},
 		{"one-letter chains in pdb output", body("", protA+ligL, `{"output_format": "pdb"}`)},
 		{"protenix takes ligands and nucleic acids", body("protenix-v2", protA+ligL+"  - dna: {id: D, sequence: ACGT}\n", "")},
@@ -77,6 +77,10 @@ func TestNewPredictRejectsInputs(t *testing.T) {
 			"input", "has 2 constraints, over the cap of 1 (constraints_per_complex)"},
 		{"residues over the model's ceiling count every copy", body("", "sequences:\n  - protein: {id: [A, B], sequence: "+strings.Repeat("A", 20)+"}\n  - ligand: {id: L, ccd: SAH}\n", ""),
 			"input", "has 41 residues over all its chains; boltz2 takes at most 40 (max_residues)"},
+		{"a SMILES ligand counts its heavy atoms", body("", protA+"  - ligand: {id: L, smiles: '"+strings.Repeat("C", 35)+"'}\n", ""),
+			"input", "has 41 tokens (a token per residue and per ligand heavy atom); boltz2 takes at most 40 (max_tokens)"},
+		{"a CCD ligand of known size counts its heavy atoms", body("", protA+"  - ligand: {id: [L, M], ccd: SAH}\n", ""),
+			"input", "has 58 tokens (a token per residue and per ligand heavy atom); boltz2 takes at most 40 (max_tokens)"},
 		{"a ligand on a protein-only model", body("esmfold2", protA+ligL, ""),
 			"input", "line 3, column 5: chain L is a ligand, which esmfold2 does not take; models that do: boltz2, protenix-v2, openfold3"},
 		{"DNA on a protein-only model", body("opendde", protA+"  - dna: {id: D, sequence: ACGT}\n", ""),

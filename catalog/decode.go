@@ -33,6 +33,9 @@ func Decode(data []byte, v any) error {
 	if rest := bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
 		return job.Invalid("", "malformed JSON at byte %d: data after the end of the JSON object", len(data)-len(rest))
 	}
+	if field, key := duplicateKey(data); key != "" {
+		return job.Invalid(field, "the key %q appears twice in one object; send each field once", key)
+	}
 	if err := check("", tree, reflect.TypeOf(v).Elem()); err != nil {
 		return err
 	}
@@ -233,4 +236,49 @@ func (s *EmbedSequence) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	return job.Invalid("", `must be a sequence string or an object {"id": ..., "sequence": ...}, not %s`, jsonType(v))
+}
+
+// duplicateKey finds the first object of a well-formed JSON document that names a key
+// twice, and returns the object's path and the key, or "" and "". encoding/json keeps the
+// last of the two, so a check that read the first (a proxy's, a log's) would see another
+// request than the one that runs.
+func duplicateKey(data []byte) (field, key string) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	field, key, _ = firstDuplicate(dec, "")
+	return field, key
+}
+
+func firstDuplicate(dec *json.Decoder, path string) (field, key string, err error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return "", "", err
+	}
+	switch tok {
+	case json.Delim('{'):
+		seen := map[string]bool{}
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return "", "", err
+			}
+			k, _ := kt.(string)
+			if seen[k] {
+				return path, k, nil
+			}
+			seen[k] = true
+			if field, key, err := firstDuplicate(dec, joinPath(path, k)); key != "" || err != nil {
+				return field, key, err
+			}
+		}
+	case json.Delim('['):
+		for i := 0; dec.More(); i++ {
+			if field, key, err := firstDuplicate(dec, fmt.Sprintf("%s[%d]", path, i)); key != "" || err != nil {
+				return field, key, err
+			}
+		}
+	default:
+		return "", "", nil
+	}
+	_, err = dec.Token() // the closing delimiter
+	return "", "", err
 }

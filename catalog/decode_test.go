@@ -52,6 +52,10 @@ func TestDecodeErrors(t *testing.T) {
 			"sequences[1]", `must be a sequence string or an object {"id": ..., "sequence": ...}, not a number`},
 		{"embed sequence object with an unknown key", `{"sequences": [{"sequence": "MK", "name": "a"}]}`, &EmbedRequest{},
 			"sequences[0].name", "unknown field; valid fields are id, sequence"},
+		{"duplicate key at the top", `{"sequence": "MK", "sequence": "XX"}`, &PredictRequest{}, "", `the key "sequence" appears twice`},
+		{"duplicate key in a target", `{"targets": [{"content": "x"}, {"content": "a", "name": "n", "content": "b"}]}`, &PredictRequest{},
+			"targets[1]", `the key "content" appears twice`},
+		{"duplicate key in params", `{"params": {"fast": true, "fast": false}}`, &PredictRequest{}, "params", `the key "fast" appears twice`},
 		{"embed sequence id of the wrong type", `{"sequences": [{"id": 1, "sequence": "MK"}]}`, &EmbedRequest{},
 			"sequences[0].id", "must be a string, not a number"},
 	}

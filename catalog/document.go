@@ -20,6 +20,7 @@ type ModelDoc struct {
 	Name        string   `json:"name"`
 	Available   bool     `json:"available"`
 	MaxResidues int      `json:"max_residues"`
+	MaxTokens   int      `json:"max_tokens,omitempty"` // structure models: residues plus ligand heavy atoms
 	// MeasuredWall is the largest input this server has run the model on to a result; null
 	// until it has one. max_residues is what is accepted, this is the track record.
 	MeasuredWall *int                `json:"measured_wall"`
@@ -85,6 +86,7 @@ func (c *Catalog) Document(available map[string]bool, walls map[string]int) Cata
 			Name:         m.Name,
 			Available:    available[m.ID],
 			MaxResidues:  m.MaxResidues,
+			MaxTokens:    m.MaxTokens,
 			MeasuredWall: measuredWall(walls, m.ID),
 			Capabilities: m.Capabilities,
 			DModel:       m.DModel,

@@ -42,7 +42,7 @@ func TestDocumentShape(t *testing.T) {
 		m := raw.(map[string]any)
 		id := m["id"].(string)
 		ids = append(ids, id)
-		want := []string{"available", "capabilities", "fast", "id", "kind", "max_residues", "measured_wall", "name", "params"}
+		want := []string{"available", "capabilities", "fast", "id", "kind", "max_residues", "max_tokens", "measured_wall", "name", "params"}
 		if m["kind"] == "embed" {
 			want = []string{"available", "capabilities", "d_model", "fast", "id", "kind", "max_residues", "measured_wall", "name", "params"}
 		}

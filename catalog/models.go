@@ -33,6 +33,7 @@ func New(l Limits) *Catalog {
 			m.MaxResidues = min(m.MaxResidues, l.EmbedResidues)
 		} else {
 			m.MaxResidues = min(m.MaxResidues, l.ResidueCeiling)
+			m.MaxTokens = m.MaxResidues
 		}
 	}
 	return c

@@ -82,8 +82,8 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 // stays the same across the attempts of one call, so a retried create never makes a
 // second job. A 500 is not retried, and neither is anything else.
 type Retry struct {
-	// Attempts is the most attempts one call makes, the first included; 1 never retries.
-	// Default 5.
+	// Attempts is the most attempts one call makes, the first included, not counting
+	// those after a wait the server announced (see Patience); 1 never retries. Default 5.
 	Attempts int
 	// Backoff is the delay before the first retry when the server named none; it doubles
 	// with every further retry, up to MaxBackoff. Each delay is drawn at random from its
@@ -95,6 +95,11 @@ type Retry struct {
 	// ends at once with the *Error, whose RetryAfter tells the caller how long it was.
 	// Default 60 s.
 	MaxRetryAfter time.Duration
+	// Patience is how long one call waits out the Retry-Afters the server announces on
+	// 429 and 503, in all. Those waits do not count against Attempts: a quota that frees
+	// a slot when a job ends may take several announced waits, and giving up on a wait
+	// the server named would fail a call that was bound to succeed. Default 30 min.
+	Patience time.Duration
 }
 
 func (r Retry) withDefaults() Retry {
@@ -109,6 +114,9 @@ func (r Retry) withDefaults() Retry {
 	}
 	if r.MaxRetryAfter <= 0 {
 		r.MaxRetryAfter = 60 * time.Second
+	}
+	if r.Patience <= 0 {
+		r.Patience = 30 * time.Minute
 	}
 	return r
 }
@@ -141,6 +149,7 @@ type call struct {
 // 400 with its body open for the caller to read and close. An error answer becomes an
 // *Error; no answer at all, after the last attempt, a *ConnectionError.
 func (c *Client) send(ctx context.Context, cl call) (*http.Response, error) {
+	var announced time.Duration // the server's Retry-Afters waited out so far
 	for attempt := 1; ; attempt++ {
 		res, err := c.once(ctx, cl)
 		var delay time.Duration
@@ -164,14 +173,17 @@ func (c *Client) send(ctx context.Context, cl call) (*http.Response, error) {
 			return res, nil
 		default:
 			apiErr := readError(res, c.now())
-			if !retryable(res.StatusCode) || attempt >= c.retry.Attempts {
-				return nil, apiErr
-			}
+			wait := res.Header.Get("Retry-After") != "" && apiErr.RetryAfter <= c.retry.MaxRetryAfter
 			switch {
-			case apiErr.RetryAfter > c.retry.MaxRetryAfter:
+			case !retryable(res.StatusCode), apiErr.RetryAfter > c.retry.MaxRetryAfter,
+				wait && announced+apiErr.RetryAfter > c.retry.Patience:
 				return nil, apiErr
-			case res.Header.Get("Retry-After") != "":
+			case wait && c.retry.Attempts > 1:
+				announced += apiErr.RetryAfter
+				attempt-- // a wait the server announced is not a failed attempt
 				delay = honour(apiErr.RetryAfter)
+			case attempt >= c.retry.Attempts:
+				return nil, apiErr
 			default:
 				delay = c.retry.backoff(attempt)
 			}

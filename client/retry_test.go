@@ -156,10 +156,22 @@ func TestWhatIsRetriedAndWhatIsNot(t *testing.T) {
 		wantStatus int // of the final error; 0: success
 		wantSlept  int
 	}{
-		{"429 until attempts run out", []func(http.ResponseWriter, *http.Request){
+		{"429 waits out every Retry-After, beyond Attempts", []func(http.ResponseWriter, *http.Request){
 			problemReply(429, "rate-limited", "Retry-After", "1"),
 			problemReply(429, "rate-limited", "Retry-After", "1"),
 			problemReply(429, "rate-limited", "Retry-After", "1"),
+			problemReply(429, "rate-limited", "Retry-After", "1"),
+			jobReply(200, jobJSON),
+		}, 0, 4},
+		{"429 until patience runs out", []func(http.ResponseWriter, *http.Request){
+			problemReply(429, "rate-limited", "Retry-After", "2"),
+			problemReply(429, "rate-limited", "Retry-After", "2"),
+			problemReply(429, "rate-limited", "Retry-After", "2"),
+		}, 429, 2},
+		{"429 without Retry-After until attempts run out", []func(http.ResponseWriter, *http.Request){
+			problemReply(429, "rate-limited"),
+			problemReply(429, "rate-limited"),
+			problemReply(429, "rate-limited"),
 		}, 429, 2},
 		{"503 asking longer than MaxRetryAfter ends at once", []func(http.ResponseWriter, *http.Request){
 			problemReply(503, "unavailable", "Retry-After", "300"),
@@ -184,7 +196,7 @@ func TestWhatIsRetriedAndWhatIsNot(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFake(t, tt.replies...)
-			c, slept := testClient(t, f.URL, Retry{Attempts: 3, Backoff: 100 * time.Millisecond})
+			c, slept := testClient(t, f.URL, Retry{Attempts: 3, Backoff: 100 * time.Millisecond, Patience: 4 * time.Second})
 			_, err := c.GetJob(t.Context(), "0123456789abcdef0123456789abcdef")
 			if got := StatusCode(err); got != tt.wantStatus {
 				t.Errorf("status of the error = %d (%v), want %d", got, err, tt.wantStatus)

@@ -291,6 +291,9 @@ type Health struct {
 	Service    string `json:"service"`
 	APIVersion string `json:"api_version"`
 	Version    string `json:"version"`
+	// Ready is false while the server is starting: creates may wait, or be refused with
+	// a short Retry-After.
+	Ready bool `json:"ready"`
 }
 
 // Catalog is what a server offers (GET /v1/models): models, design protocols and limits.

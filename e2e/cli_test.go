@@ -237,11 +237,16 @@ func TestCLIExitCodes(t *testing.T) {
 	}
 
 	// Rate-limited: one active job allowed, and one is running. The client waits out the
-	// server's Retry-After (a second), tries again, and gives up.
+	// server's Retry-After (a few seconds) while its patience lasts, tries again, and gives
+	// up when the next announced wait would outlast it.
 	silent := p.predict("silent")
 	defer p.post("/v1/jobs/"+silent+"/cancel", nil)
+	probe := p.post("/v1/predictions", map[string]any{"sequence": "MKT"}).expect(http.StatusTooManyRequests)
+	announced, err := strconv.Atoi(probe.Header.Get("Retry-After"))
+	mustf(t, err == nil && announced >= 5, "the active-jobs 429 announced Retry-After %q", probe.Header.Get("Retry-After"))
+	patience := fmt.Sprintf("%ds", announced*3/2) // one announced wait, not two
 	before := len(p.requests())
-	r = p.runCLI(t, "", []string{"CHAPERONE_RETRIES=1"}, "predict", "--sequence", "MKTAYIAKQ", "--name", "ok").expect(t, exitRateLimited)
+	r = p.runCLI(t, "", []string{"CHAPERONE_RETRIES=1", "CHAPERONE_PATIENCE=" + patience}, "predict", "--sequence", "MKTAYIAKQ", "--name", "ok").expect(t, exitRateLimited)
 	mustf(t, strings.Contains(r.stderr, "429"), "429: %s", r.stderr)
 	var posts []seenRequest
 	for _, s := range p.requests()[before:] {

@@ -297,8 +297,10 @@ func TestPartialMeasuredWallAndWarnings(t *testing.T) {
 func TestAQueuedJobSaysWhyItWaits(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
-	s.predict("hang")
-	s.predict("hang")
+	// Both slots run this owner's jobs before the other owner's job is queued: the lease
+	// order would otherwise hand the other owner a slot first (fewest running jobs first).
+	s.waitStatus(s.predict("hang"), "running")
+	s.waitStatus(s.predict("hang"), "running")
 	key, _ := s.issueKey("other")
 	s.predict("hang", "X-API-Key: "+key)
 	waiting := s.predict("ok")

@@ -88,14 +88,64 @@ func TestForwardedForIsBelievedOnlyFromTrustedProxies(t *testing.T) {
 	untrusted := startServer(t)
 	id := untrusted.predict("ok", "X-Forwarded-For: 203.0.113.7")
 	untrusted.get("/v1/jobs/"+id, "X-Forwarded-For: 198.51.100.9").expect(http.StatusOK) // header ignored: same peer
+	untrusted.get("/v1/jobs/"+id, "Forwarded: for=198.51.100.9").expect(http.StatusOK)
+}
 
-	proxied := startServer(t, func(c *app.Config) { c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")} })
-	id = proxied.predict("ok", "X-Forwarded-For: 203.0.113.7")
-	proxied.get("/v1/jobs/"+id, "X-Forwarded-For: 203.0.113.7").expect(http.StatusOK)
-	proxied.get("/v1/jobs/"+id, "X-Forwarded-For: 198.51.100.9").problem(http.StatusNotFound, "not-found")
-	// A client cannot prepend an address: the rightmost untrusted hop is the client.
-	proxied.get("/v1/jobs/"+id, "X-Forwarded-For: 203.0.113.7, 198.51.100.9").problem(http.StatusNotFound, "not-found")
-	proxied.get("/v1/jobs/"+id, `Forwarded: for="203.0.113.7:4711"`).expect(http.StatusOK)
+// TestSpoofedForwardingHeadersImpersonateNoOne runs the two proxy set-ups the README
+// describes. In each, the proxy (the loopback peer) appends the address it saw to the one
+// header the operator named; the attacker at 198.51.100.9 writes the victim's address into
+// every forwarding header it can, and must see none of the victim's jobs on any endpoint.
+func TestSpoofedForwardingHeadersImpersonateNoOne(t *testing.T) {
+	t.Parallel()
+	const victim, attacker = "203.0.113.7", "198.51.100.9"
+	setups := []struct {
+		name   string
+		header string
+		// as is what reaches the server from a client at addr that sent the spoofed value
+		// spoof in the named header: the proxy appends addr.
+		as func(addr, spoof string) string
+		// other is the forwarding header the proxy passes through untouched.
+		other string
+	}{
+		{"nginx X-Forwarded-For", "X-Forwarded-For", func(addr, spoof string) string {
+			return "X-Forwarded-For: " + strings.TrimPrefix(spoof+", "+addr, ", ")
+		}, "Forwarded: for=" + victim},
+		{"RFC 7239 Forwarded", "Forwarded", func(addr, spoof string) string {
+			if spoof != "" {
+				spoof = "for=" + spoof + ", "
+			}
+			return "Forwarded: " + spoof + `for="` + addr + `:4711";proto=https`
+		}, "X-Forwarded-For: " + victim},
+	}
+	for _, setup := range setups {
+		t.Run(setup.name, func(t *testing.T) {
+			t.Parallel()
+			s := startServer(t, func(c *app.Config) {
+				c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+				c.ForwardedHeader = setup.header
+			})
+			id := s.predict("ok", setup.as(victim, ""))
+			s.waitStatus(id, "succeeded", setup.as(victim, ""))
+			spoofs := [][]string{
+				{setup.as(attacker, victim)},
+				{setup.as(attacker, victim+", "+victim)},
+				{setup.as(attacker, ""), setup.other},
+				{setup.as(attacker, victim), setup.other},
+			}
+			for _, spoof := range spoofs {
+				for _, p := range []string{"", "/results", "/logs", "/archive", "/artifacts/t1.cif"} {
+					s.get("/v1/jobs/"+id+p, spoof...).problem(http.StatusNotFound, "not-found")
+				}
+				list := s.get("/v1/jobs", spoof...).expect(http.StatusOK).json()
+				mustf(t, len(list["data"].([]any)) == 0, "%q lists the victim's job", spoof)
+				s.post("/v1/jobs/"+id+"/cancel", nil, spoof...).problem(http.StatusNotFound, "not-found")
+				s.request(http.MethodDelete, "/v1/jobs/"+id, nil, spoof...).problem(http.StatusNotFound, "not-found")
+			}
+			// The victim, through the same proxy, still owns the job.
+			s.get("/v1/jobs/"+id, setup.as(victim, attacker)).expect(http.StatusOK)
+			s.get("/v1/jobs/"+id+"/results", setup.as(victim, "")).expect(http.StatusOK)
+		})
+	}
 }
 
 func TestIdempotencyKeys(t *testing.T) {
@@ -126,6 +176,7 @@ func TestIdempotencyKeys(t *testing.T) {
 		go func() {
 			req, _ := http.NewRequest(http.MethodPost, s.URL+"/v1/predictions", strings.NewReader(`{"sequence":"MKT","name":"hang"}`))
 			req.Header.Set("Idempotency-Key", "burst")
+			req.Header.Set("Content-Type", "application/json")
 			res, err := http.DefaultClient.Do(req)
 			if err != nil {
 				answers <- answer{err: err}

@@ -36,18 +36,22 @@ func (r *Registry) ForModel(model string) (Engine, bool) {
 
 // Availability is the result of checking every engine on this machine.
 type Availability struct {
-	Models  []string          // models whose engine passed its check, sorted
-	Missing map[string]string // model → what is missing
+	Models []string // models whose engine passed its check, sorted
+	// Missing is, per model, what kind of thing is missing, as API callers may read it
+	// (PublicReason); Detail is the operator's full account of the same (the error's text).
+	Missing map[string]string
+	Detail  map[string]string
 }
 
 // Check runs every engine's Check and reports which models can run.
 func (r *Registry) Check(ctx context.Context, tools Tools) Availability {
-	a := Availability{Missing: map[string]string{}}
+	a := Availability{Missing: map[string]string{}, Detail: map[string]string{}}
 	for _, e := range r.engines {
 		err := e.Check(ctx, tools)
 		for _, m := range e.Models() {
 			if err != nil {
-				a.Missing[m] = err.Error()
+				a.Missing[m] = PublicReason(err)
+				a.Detail[m] = err.Error()
 			} else {
 				a.Models = append(a.Models, m)
 			}

@@ -13,6 +13,9 @@ const (
 	MinRetryAfter     = time.Second
 	MaxRetryAfter     = 300 * time.Second
 	DefaultRetryAfter = 30 * time.Second // no finished job of that model to learn from
+	// JobRetryFloor is the shortest wait on a running job: jobs take minutes, and a
+	// client told less would only ask again in vain.
+	JobRetryFloor = 5 * time.Second
 	// RuntimeSamples is how many of a run model's most recently finished succeeded jobs
 	// feed its median runtime. Failed jobs are left out: they often fail in seconds on bad
 	// input, which says nothing about how long a real run takes.
@@ -29,11 +32,16 @@ const (
 // all. The median resists the odd job that ran for hours; the upper clamp keeps a client
 // from giving up on a guess that may be far off, and the lower one keeps the promise that
 // Retry-After is at least a second.
+//
+// A job already past the median is overdue: nothing says when it ends, and telling the
+// client "1 s" made it poll every second for minutes. Its wait is a tenth of the median,
+// and a wait on a job is never below JobRetryFloor.
 func EstimateRetryAfter(runtimes []time.Duration, elapsed time.Duration) time.Duration {
 	if len(runtimes) == 0 {
 		return DefaultRetryAfter
 	}
-	return ClampRetryAfter(median(runtimes) - elapsed)
+	m := median(runtimes)
+	return ClampRetryAfter(max(m-elapsed, m/10, JobRetryFloor))
 }
 
 // ClampRetryAfter bounds d to [MinRetryAfter, MaxRetryAfter].

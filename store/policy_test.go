@@ -18,7 +18,9 @@ func TestEstimateRetryAfter(t *testing.T) {
 		{"one runtime", []time.Duration{100 * s}, 40 * s, 60 * s},
 		{"median of odd count", []time.Duration{500 * s, 10 * s, 100 * s}, 0, 100 * s},
 		{"median of even count", []time.Duration{10 * s, 20 * s, 40 * s, 1000 * s}, 0, 30 * s},
-		{"overrun clamps to the minimum", []time.Duration{100 * s}, 150 * s, MinRetryAfter},
+		{"overrun: a tenth of the median", []time.Duration{100 * s}, 150 * s, 10 * s},
+		{"nearly done: a tenth of the median", []time.Duration{100 * s}, 99 * s, 10 * s},
+		{"short overrun: the floor", []time.Duration{20 * s}, 150 * s, JobRetryFloor},
 		{"long runs clamp to the maximum", []time.Duration{time.Hour}, 0, MaxRetryAfter},
 	}
 	for _, tt := range tests {

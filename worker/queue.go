@@ -67,8 +67,10 @@ type Timing struct {
 type Announcement struct {
 	WorkerID string   `json:"worker_id"`
 	Models   []string `json:"models"` // run models its engines can run now
-	// Missing explains, per catalog model it cannot run, what is missing (for example
-	// "command boltz not found on PATH"), so that a refused create can say what to fix.
+	// Missing says, per catalog model it cannot run, what kind of thing is missing (for
+	// example "the boltz command is not installed"), so that a refused create can say what
+	// to fix. API callers read it: it names no path and quotes no tool output
+	// (engine.PublicReason).
 	Missing map[string]string `json:"missing,omitempty"`
 	// Loaded lists the models that the worker's warm sessions hold loaded now.
 	Loaded []string `json:"loaded,omitempty"`

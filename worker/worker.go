@@ -10,6 +10,7 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -180,8 +181,10 @@ func (w *Worker) checkEngines(ctx context.Context) {
 	w.mu.Lock()
 	w.avail = a
 	w.mu.Unlock()
+	// Only the public reason is announced, and so reaches API callers; the detail (paths,
+	// the tool's output) stays in this log.
 	for m, why := range a.Missing {
-		w.log.Info("model unavailable on this worker", "model", m, "reason", why)
+		w.log.Info("model unavailable on this worker", "model", m, "reason", why, "detail", a.Detail[m])
 	}
 }
 
@@ -297,11 +300,11 @@ func (w *Worker) run(ctx context.Context, l *Lease, s *slotState) {
 	log := w.log.With("job", j.ID, "attempt", j.Attempt, "model", j.RunModel)
 	log.Info("job started")
 	started := time.Now()
-	jl := &jobLog{q: w.cfg.Queue, fence: l.Fence, send: make(chan struct{}, 1)}
+	workDir := filepath.Join(w.cfg.WorkDir, fmt.Sprintf("%s-%d", j.ID, j.Attempt))
+	jl := &jobLog{q: w.cfg.Queue, fence: l.Fence, send: make(chan struct{}, 1), hide: workFolderNames(workDir)}
 	fmt.Fprintf(jl, "== chaperone: attempt %d of %s job %s (model %s) on worker %s at %s ==\n",
 		j.Attempt, j.Kind, j.ID, j.RunModel, w.cfg.ID, started.UTC().Format(time.RFC3339))
 
-	workDir := filepath.Join(w.cfg.WorkDir, fmt.Sprintf("%s-%d", j.ID, j.Attempt))
 	defer os.RemoveAll(workDir)
 
 	runCtx, stop := context.WithCancelCause(ctx)
@@ -605,11 +608,13 @@ func (t *progressTracker) lastActivity() time.Time {
 // heartbeat and whenever a chunk fills, so the log is readable while the job runs without
 // one write per line. The tool's output never waits on the network: Write only takes mu,
 // which nobody holds across a call to the queue; one send at a time (the send semaphore)
-// keeps chunks in order.
+// keeps chunks in order. The log is the owner's to read, so the names of the job's work
+// folder on this machine (hide) become relative names on the way out.
 type jobLog struct {
 	q     Queue
 	fence Fence
 	send  chan struct{} // one slot: held by whoever is appending to the queue
+	hide  []string      // the work folder's names on this machine, each ending in "/"
 
 	mu     sync.Mutex
 	buf    []byte
@@ -654,8 +659,8 @@ func (l *jobLog) flush(wait bool) {
 	}
 	defer func() { <-l.send }()
 	l.mu.Lock()
-	p := l.buf
-	l.buf = nil
+	var p []byte
+	p, l.buf = relativeNames(l.buf, l.hide, wait)
 	l.mu.Unlock()
 	if len(p) == 0 {
 		return
@@ -670,6 +675,44 @@ func (l *jobLog) flush(wait bool) {
 }
 
 var _ io.Writer = (*jobLog)(nil)
+
+// workFolderNames are the names a tool may print for the work folder dir, each with a
+// trailing slash: its absolute path first, then, when the worker's name for it is
+// relative, that name, which the absolute one ends with.
+func workFolderNames(dir string) []string {
+	dir = filepath.Clean(dir)
+	abs, err := filepath.Abs(dir)
+	if err != nil || abs == dir {
+		return []string{dir + "/"}
+	}
+	return []string{abs + "/", dir + "/"}
+}
+
+// relativeNames rewrites every name in hide within p to a path relative to the work folder
+// ("/data/work/J-1/out/a.cif" becomes "./out/a.cif"). Unless final,
+// it holds back an end of p that may be the start of a name the next output completes, and
+// returns it as rest.
+func relativeNames(p []byte, hide []string, final bool) (out, rest []byte) {
+	if len(hide) == 0 || len(p) == 0 {
+		return p, nil
+	}
+	if !final {
+		keep := 0
+		for _, h := range hide {
+			for n := min(len(h)-1, len(p)); n > keep; n-- {
+				if bytes.HasSuffix(p, []byte(h[:n])) {
+					keep = n
+					break
+				}
+			}
+		}
+		p, rest = p[:len(p)-keep], bytes.Clone(p[len(p)-keep:])
+	}
+	for _, h := range hide { // in order: a later name may be the end of an earlier one
+		p = bytes.ReplaceAll(p, []byte(h), []byte("./"))
+	}
+	return p, rest
+}
 
 // slotState is one slot: its GPU and the session of the warm engine it ran last.
 //

@@ -47,6 +47,7 @@ type commonFlags struct {
 	json           bool
 	retries        int
 	retryDelay     time.Duration
+	patience       time.Duration
 }
 
 func (f *commonFlags) register(fs *flag.FlagSet) {
@@ -56,6 +57,8 @@ func (f *commonFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.retries, "retries", envInt("CHAPERONE_RETRIES", 4), "retries of a call after 429, 502-504 or a failed connection (CHAPERONE_RETRIES)")
 	fs.DurationVar(&f.retryDelay, "retry-delay", envDuration("CHAPERONE_RETRY_DELAY", 500*time.Millisecond),
 		"first backoff between retries, doubling each time; a server's Retry-After wins (CHAPERONE_RETRY_DELAY)")
+	fs.DurationVar(&f.patience, "patience", envDuration("CHAPERONE_PATIENCE", 30*time.Minute),
+		"how long one call waits out the Retry-Afters the server announces on 429 and 503, in all; those waits are not counted as retries (CHAPERONE_PATIENCE)")
 }
 
 func (f *commonFlags) connect(stdout, stderr io.Writer) (*cli, error) {
@@ -64,7 +67,7 @@ func (f *commonFlags) connect(stdout, stderr io.Writer) (*cli, error) {
 	}
 	opts := []client.Option{
 		client.WithUserAgent("chaperone-cli/" + version),
-		client.WithRetry(client.Retry{Attempts: f.retries + 1, Backoff: f.retryDelay}),
+		client.WithRetry(client.Retry{Attempts: f.retries + 1, Backoff: f.retryDelay, Patience: f.patience}),
 	}
 	if f.apiKey != "" {
 		opts = append(opts, client.WithAPIKey(f.apiKey))

@@ -25,6 +25,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/chaperone-bio/chaperone/api"
 	"github.com/chaperone-bio/chaperone/apikey"
 	"github.com/chaperone-bio/chaperone/app"
 	"github.com/chaperone-bio/chaperone/catalog"
@@ -124,6 +125,7 @@ func serve(args []string, stderr io.Writer) error {
 	artifacts := fs.String("artifacts", env("CHAPERONE_ARTIFACTS", ""), "s3://bucket/prefix (AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) or a folder, shared by all replicas; default: artifacts in --data (CHAPERONE_ARTIFACTS)")
 	slots := fs.Int("slots", envInt("CHAPERONE_SLOTS", 0), "jobs the in-process worker runs at once; 0 = one per GPU found, else 1 (CHAPERONE_SLOTS)")
 	noWorker := fs.Bool("no-worker", env("CHAPERONE_NO_WORKER", "") == "1", "serve the API without an in-process worker (CHAPERONE_NO_WORKER=1)")
+	metricsAddr := fs.String("metrics-addr", env("CHAPERONE_METRICS_ADDR", ""), "serve /metrics on this address alone, for the operator, instead of with the API (CHAPERONE_METRICS_ADDR)")
 	publicURL := fs.String("public-url", env("CHAPERONE_PUBLIC_URL", ""), "public base URL, used in problem type URIs; default: from each request (CHAPERONE_PUBLIC_URL)")
 	logLevel := fs.String("log-level", env("CHAPERONE_LOG_LEVEL", "info"), "debug, info, warn or error (CHAPERONE_LOG_LEVEL)")
 	msaServer := fs.String("msa-server", env("CHAPERONE_MSA_SERVER", engine.DefaultMSAServer), "ColabFold-compatible MMseqs2 server that use_msa_server sends protein sequences to; self-host one to keep them private (CHAPERONE_MSA_SERVER)")
@@ -149,7 +151,8 @@ func serve(args []string, stderr io.Writer) error {
 	if err := addProxies(env("CHAPERONE_TRUSTED_PROXIES", "")); err != nil {
 		return usageError{fmt.Errorf("CHAPERONE_TRUSTED_PROXIES: %w", err)}
 	}
-	fs.Func("trusted-proxy", "CIDR whose X-Forwarded-For/Forwarded headers are believed; repeatable, comma lists allowed; none by default (CHAPERONE_TRUSTED_PROXIES)", addProxies)
+	fs.Func("trusted-proxy", "CIDR whose forwarding header (--forwarded-header) is believed; repeatable, comma lists allowed; none by default (CHAPERONE_TRUSTED_PROXIES)", addProxies)
+	forwardedHeader := fs.String("forwarded-header", env("CHAPERONE_FORWARDED_HEADER", api.ForwardedXFF), "the one header the trusted proxies set to the client address: X-Forwarded-For, Forwarded (RFC 7239) or another address list; only the rightmost address not of a trusted proxy is believed (CHAPERONE_FORWARDED_HEADER)")
 	limits := catalog.DefaultLimits()
 	if v := env("CHAPERONE_LIMITS", ""); v != "" {
 		for _, kv := range strings.Split(v, ",") {
@@ -171,6 +174,9 @@ func serve(args []string, stderr io.Writer) error {
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return usageError{fmt.Errorf("--log-level: %w", err)}
 	}
+	if _, err := api.CanonicalForwardedHeader(*forwardedHeader); err != nil {
+		return usageError{fmt.Errorf("--forwarded-header: %w", err)}
+	}
 	msaURL, err := msaServerURL(*msaServer)
 	if err != nil {
 		return usageError{err}
@@ -184,20 +190,22 @@ func serve(args []string, stderr io.Writer) error {
 		return err
 	}
 	a, err := app.Start(ctx, app.Config{
-		Store:          stores.Jobs,
-		Artifacts:      stores.Artifacts,
-		Addr:           *addr,
-		DataDir:        *data,
-		Version:        version,
-		Logger:         logger,
-		Limits:         limits,
-		PublicURL:      *publicURL,
-		TrustedProxies: proxies,
-		Slots:          *slots,
-		NoWorker:       *noWorker,
-		Engines:        builtinEngines(msaURL),
-		Tools:          tools,
-		MSAServerURL:   msaURL,
+		Store:           stores.Jobs,
+		Artifacts:       stores.Artifacts,
+		Addr:            *addr,
+		MetricsAddr:     *metricsAddr,
+		DataDir:         *data,
+		Version:         version,
+		Logger:          logger,
+		Limits:          limits,
+		PublicURL:       *publicURL,
+		TrustedProxies:  proxies,
+		ForwardedHeader: *forwardedHeader,
+		Slots:           *slots,
+		NoWorker:        *noWorker,
+		Engines:         builtinEngines(msaURL),
+		Tools:           tools,
+		MSAServerURL:    msaURL,
 	})
 	if err != nil {
 		return errors.Join(err, stores.Close())

@@ -2,9 +2,10 @@
 // stores: given an engine and a stand-in for its tool, Run proves the contract that the
 // worker and the API rely on, whatever the tool:
 //
-//   - Check passes with the stand-in, and fails with a message an operator can act on when
-//     the tool is missing (not on PATH, or not at the path --tool gives) and when its --help
-//     lacks any option the engine passes to it;
+//   - Check passes with the stand-in, and fails with an *engine.CheckError when the tool is
+//     missing (not on PATH, or not at the path --tool gives) and when its --help lacks any
+//     option the engine passes to it: its Detail is a message an operator can act on (the
+//     path, the option), its Public names no path of the server, for API callers;
 //   - a canceled run ends at once and leaves no process of the tool's tree running;
 //   - a target the tool failed on is a failed row with an error, and the job still
 //     succeeds when another target succeeded;
@@ -129,6 +130,27 @@ func (s *suite) checkNotOnPath(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--tool "+s.name+"=PATH") {
 		t.Errorf("Check without the tool on PATH = %v; want an error that says to give its path with --tool %s=PATH", err, s.name)
 	}
+	publicWithout(t, err)
+}
+
+// publicWithout checks that a failed Check says what is public apart from the operator's
+// detail, and that the public part names none of the server's paths: not the harness's
+// tools, nor any of paths.
+func publicWithout(t *testing.T, err error, paths ...string) {
+	t.Helper()
+	var ce *engine.CheckError
+	if !errors.As(err, &ce) || ce.Public == "" {
+		t.Errorf("Check failed with %v (%T); want an *engine.CheckError with a Public reason", err, err)
+		return
+	}
+	for _, p := range paths {
+		if strings.Contains(ce.Public, p) {
+			t.Errorf("Check's public reason %q names the server's path %s", ce.Public, p)
+		}
+	}
+	if strings.Contains(ce.Public, "/") {
+		t.Errorf("Check's public reason %q looks like it names a path", ce.Public)
+	}
 }
 
 func (s *suite) checkPasses(t *testing.T) {
@@ -145,6 +167,7 @@ func (s *suite) checkNotAtPath(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), missing) {
 		t.Errorf("Check with --tool %s=%s, which does not exist = %v; want an error naming the path", s.name, missing, err)
 	}
+	publicWithout(t, err, missing)
 }
 
 // checkRequiresOptions records the options the engine passes in a run of OK, then hides
@@ -179,6 +202,7 @@ func (s *suite) checkRequiresOptions(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), opt) {
 			t.Errorf("Check with a tool whose --help lacks %s = %v; want an error naming %s", opt, err, opt)
 		}
+		publicWithout(t, err, hider, dir)
 	}
 }
 

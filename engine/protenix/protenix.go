@@ -23,6 +23,7 @@ package protenix
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 
@@ -103,7 +104,10 @@ func (e *Engine) Check(ctx context.Context, tools engine.Tools) error {
 	if err := e.tool.Check(ctx, tools); err != nil {
 		return err
 	}
-	return e.checkWeights()
+	if err := e.checkWeights(); err != nil {
+		return &engine.CheckError{Public: err.Error(), Detail: fmt.Sprintf("%v (looked for %s)", err, e.checkpoint())}
+	}
+	return nil
 }
 
 // checkpoint is the path of the flavor's own checkpoint.

@@ -316,8 +316,8 @@ func TestAbAgCheckpoint(t *testing.T) {
 	e := NewOpenDDEAbAg(Config{OpenDDERoot: root})
 	tools := engine.Tools{"opendde": standIns["opendde"]}
 	err := e.Check(context.Background(), tools)
-	if err == nil || !strings.Contains(err.Error(), "opendde_abag.pt") || strings.Contains(err.Error(), root) {
-		t.Errorf("Check without the checkpoint = %v; want it named, without the server's path", err)
+	if public := engine.PublicReason(err); err == nil || !strings.Contains(public, "opendde_abag.pt") || strings.Contains(public, root) || !strings.Contains(err.Error(), root) {
+		t.Errorf("Check without the checkpoint = %v (public: %q); want it named, with the server's path only in the detail", err, public)
 	}
 	if err := NewOpenDDE(Config{OpenDDERoot: root}).Check(context.Background(), tools); err != nil {
 		t.Errorf("opendde needs no antibody-antigen checkpoint: %v", err)

@@ -19,6 +19,7 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -142,7 +143,15 @@ const checkTimeout = 2 * time.Minute
 // checks that it imports the package, without loading any weights.
 func (e *Engine) Check(ctx context.Context, tools engine.Tools) error {
 	_, err := e.interpreter(ctx, tools)
-	return err
+	var ce *engine.CheckError
+	if err == nil || errors.As(err, &ce) || ctx.Err() != nil {
+		return err
+	}
+	// What the worker's interpreter said, and where it is, are the operator's to read.
+	return &engine.CheckError{
+		Public: fmt.Sprintf("no Python interpreter on a worker imports the %s package", e.name),
+		Detail: err.Error(),
+	}
 }
 
 // interpreter returns the Python that runs the driver, once it has passed its check. A

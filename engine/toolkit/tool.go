@@ -46,10 +46,13 @@ func (t *Tool) Path(tools engine.Tools) (string, error) {
 	}
 	p, err := exec.LookPath(t.Name)
 	if err != nil {
-		return "", fmt.Errorf("the %s command is not on PATH; install %s or give its path with --tool %s=PATH", t.Name, t.Install, t.Name)
+		return "", &engine.CheckError{Public: t.notInstalled(),
+			Detail: fmt.Sprintf("the %s command is not on PATH; install %s or give its path with --tool %s=PATH", t.Name, t.Install, t.Name)}
 	}
 	return p, nil
 }
+
+func (t *Tool) notInstalled() string { return fmt.Sprintf("the %s command is not installed", t.Name) }
 
 // Check finds the tool and runs its subcommand's --help, which must succeed and list every
 // one of Options. An executable that passed is not run again until its file changes, as
@@ -61,7 +64,7 @@ func (t *Tool) Check(ctx context.Context, tools engine.Tools) error {
 	}
 	info, err := os.Stat(path)
 	if err != nil {
-		return fmt.Errorf("the %s command %s: %w", t.Name, path, err)
+		return &engine.CheckError{Public: t.notInstalled(), Detail: fmt.Sprintf("the %s command %s: %v", t.Name, path, err)}
 	}
 	stamp := fmt.Sprintf("%s %d %d", path, info.Size(), info.ModTime().UnixNano())
 	t.mu.Lock()
@@ -79,11 +82,13 @@ func (t *Tool) Check(ctx context.Context, tools engine.Tools) error {
 	out, err := cmd.CombinedOutput()
 	command := strings.Join(append([]string{path}, t.Subcommand...), " ")
 	if err != nil {
-		return fmt.Errorf("%s --help failed (%v): %s", command, err, lastLines(string(out), 5))
+		return &engine.CheckError{Public: fmt.Sprintf("the %s command is installed but fails its self-check", t.Name),
+			Detail: fmt.Sprintf("%s --help failed (%v): %s", command, err, lastLines(string(out), 5))}
 	}
 	for _, opt := range t.Options {
 		if !listsOption(string(out), opt) {
-			return fmt.Errorf("%s has no %s option; this engine needs %s", command, opt, t.Needs)
+			return &engine.CheckError{Public: fmt.Sprintf("the installed %s command is not the version this engine needs (%s)", t.Name, t.Needs),
+				Detail: fmt.Sprintf("%s has no %s option; this engine needs %s", command, opt, t.Needs)}
 		}
 	}
 	t.mu.Lock()

@@ -507,6 +507,7 @@ func TestOperations(t *testing.T) {
 		"GET /v1/jobs/{job_id}/results",
 		"GET /v1/models",
 		"GET /v1/openapi.json",
+		"GET /v1/ready",
 		"POST /v1/designs",
 		"POST /v1/embeddings",
 		"POST /v1/jobs/{job_id}/cancel",

@@ -329,11 +329,11 @@ func testActiveRetryAfter(t *testing.T, open func(*testing.T) store.Store) {
 			lease(t, s, createWith(t, s, newJobOf(o, "slow"), lim).Job, "w", t0.Add(220*sec))
 			return t0.Add(240 * sec)
 		}, 60 * sec},
-		{"overrun: at least a second", func(o job.Owner) time.Time {
+		{"overrun: a tenth of the median runtime", func(o job.Owner) time.Time {
 			lease(t, s, createWith(t, s, newJobOf(o, "slow"), lim).Job, "w", t0.Add(200*sec))
 			lease(t, s, createWith(t, s, newJobOf(o, "slow"), lim).Job, "w", t0.Add(200*sec))
 			return t0.Add(500 * sec)
-		}, sec},
+		}, 10 * sec},
 		{"queued jobs only: the median runtime", func(o job.Owner) time.Time {
 			createWith(t, s, newJobOf(o, "slow"), lim)
 			createWith(t, s, newJobOf(o, "slow"), lim)
