@@ -28,8 +28,7 @@ func TestClientGroup(t *testing.T) {
 
 func TestConnectionsPerClientAreBounded(t *testing.T) {
 	t.Parallel()
-	hs := newHoldServer(t)
-	hs.srv.conns = newClientCounts(2)
+	hs := newHoldServerWith(t, false, func(c *Config) { c.ConnsPerClient = 2 })
 	addr := strings.TrimPrefix(hs.url, "http://")
 	dial := func() net.Conn {
 		c, err := net.Dial("tcp", addr)
@@ -83,8 +82,7 @@ func TestConnectionsPerClientAreBounded(t *testing.T) {
 
 func TestHeldWaitsPerClientAreBounded(t *testing.T) {
 	t.Parallel()
-	hs := newHoldServer(t)
-	hs.srv.held = newClientCounts(1)
+	hs := newHoldServerWith(t, false, func(c *Config) { c.HeldPerClient = 1 })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	held := hs.get(ctx, &http.Client{}, "wait=30")

@@ -38,6 +38,12 @@ func newHoldServer(t *testing.T) *holdServer { return newHoldServerOn(t, false) 
 // descriptor (as a listener of a proxy library may), so that a hold watches for the client
 // hanging up by reading, not by epoll.
 func newHoldServerOn(t *testing.T, opaque bool) *holdServer {
+	return newHoldServerWith(t, opaque, func(*Config) {})
+}
+
+// newHoldServerWith is newHoldServerOn with the API's Config changed by configure before
+// the server starts.
+func newHoldServerWith(t *testing.T, opaque bool, configure func(*Config)) *holdServer {
 	t.Helper()
 	ctx := context.Background()
 	st, arts := testStores(t)
@@ -52,8 +58,10 @@ func newHoldServerOn(t *testing.T, opaque bool) *holdServer {
 	}
 	hs := &holdServer{t: t, st: st, jobID: j.ID}
 	// Every hold of these tests comes from one client: lift the per-client bounds.
-	hs.srv = New(Config{Catalog: catalog.New(catalog.DefaultLimits()), Store: st, Artifacts: arts, ConnsPerClient: 1 << 12, HeldPerClient: 1 << 12,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), WorkerTTL: time.Hour})
+	cfg := Config{Catalog: catalog.New(catalog.DefaultLimits()), Store: st, Artifacts: arts, ConnsPerClient: 1 << 12, HeldPerClient: 1 << 12,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), WorkerTTL: time.Hour}
+	configure(&cfg)
+	hs.srv = New(cfg)
 	ts := httptest.NewUnstartedServer(hs.srv)
 	if opaque {
 		ts.Listener = opaqueListener{ts.Listener}
