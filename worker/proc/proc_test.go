@@ -475,18 +475,20 @@ func TestExecFlushesPartialLine(t *testing.T) {
 
 // TestWorkerDeath SIGKILLs a worker (this test binary, re-run as fakeWorker) in the middle
 // of a job. The tool and every process it started must end within the grace, however they
-// hid: in the background, ignoring SIGTERM, or in a session of their own.
+// hid: in the background, ignoring SIGTERM, or in a session of their own; under Exec for
+// a job or Start for a warm session.
 func TestWorkerDeath(t *testing.T) {
 	t.Parallel()
 	const grace = 500 * time.Millisecond
-	for _, tc := range []struct{ name, grandchild string }{
-		{"silent grandchild", `sleep 1000 &`},
-		{"grandchild ignoring SIGTERM", `(trap '' TERM; exec sleep 1000) &`},
-		{"grandchild in its own session", `setsid sleep 1000 &`},
+	for _, tc := range []struct{ name, how, grandchild string }{
+		{"silent grandchild", "exec", `sleep 1000 &`},
+		{"grandchild ignoring SIGTERM", "exec", `(trap '' TERM; exec sleep 1000) &`},
+		{"grandchild in its own session", "exec", `setsid sleep 1000 &`},
+		{"grandchild of a warm session's process", "start", `(trap '' TERM; exec sleep 1000) &`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			child, grandchild := startAndKillWorker(t, grace, tc.grandchild+` echo "grandchild $!"; echo "child $$"; wait`)
+			child, grandchild := startAndKillWorker(t, tc.how, grace, tc.grandchild+` echo "grandchild $!"; echo "child $$"; wait`)
 			for name, pid := range map[string]int{"tool": child, "grandchild": grandchild} {
 				if !waitDead(t, pid, grace+3*time.Second) {
 					syscall.Kill(pid, syscall.SIGKILL)
@@ -497,14 +499,15 @@ func TestWorkerDeath(t *testing.T) {
 	}
 }
 
-// startAndKillWorker runs script as a job of a fake worker with the given grace, waits for
+// startAndKillWorker runs script by Exec or Start (how is "exec" or "start") in a fake
+// worker with the given grace, waits for
 // the script to print "child PID" and "grandchild PID", SIGKILLs the worker and returns
 // the two pids.
-func startAndKillWorker(t *testing.T, grace time.Duration, script string) (child, grandchild int) {
+func startAndKillWorker(t *testing.T, how string, grace time.Duration, script string) (child, grandchild int) {
 	t.Helper()
 	worker := exec.Command(os.Args[0], "-test.run=^$")
 	worker.Env = append(os.Environ(), "PROC_TEST_WORKER=1", "PROC_TEST_DIR="+t.TempDir(),
-		"PROC_TEST_GRACE="+grace.String(), "PROC_TEST_SCRIPT="+script)
+		"PROC_TEST_GRACE="+grace.String(), "PROC_TEST_HOW="+how, "PROC_TEST_SCRIPT="+script)
 	out, err := worker.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -538,8 +541,16 @@ func fakeWorker() int {
 		return 1
 	}
 	Grace = grace
-	err = Exec(context.Background(), os.Getenv("PROC_TEST_DIR"), os.Stdout, sh(os.Getenv("PROC_TEST_SCRIPT"), nil, nil))
-	fmt.Fprintln(os.Stderr, err)
+	dir, c := os.Getenv("PROC_TEST_DIR"), sh(os.Getenv("PROC_TEST_SCRIPT"), nil, nil)
+	if os.Getenv("PROC_TEST_HOW") == "start" {
+		p, err := Start(dir, c)
+		if err == nil {
+			_, err = io.Copy(os.Stdout, p.Stdout())
+		}
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Fprintln(os.Stderr, Exec(context.Background(), dir, os.Stdout, c))
 	return 1
 }
 
