@@ -15,17 +15,20 @@
 //   - A descendant that leaves the group (setsid, double-fork daemons) is out of reach of
 //     group signals. Exec stops waiting for it to close the output pipe shortly after the
 //     group is killed, notes that in the log, and returns; the process itself lives on.
-//   - The worker itself is SIGKILLed (or crashes): the kernel sends SIGKILL to the direct
-//     child (Pdeathsig). Only to it: the kernel clears that setting in every process the
-//     child forks, and nothing else signals the group, so grandchildren are re-parented to
-//     init and keep running. Those that write output die of SIGPIPE at their next write,
-//     because the pipe's reader died with the worker; a silent one (a GPU kernel running,
-//     a sleeping helper) runs until it ends on its own. Exec cannot reach them then, and a
-//     group id may have been reused, so it does not try: the worker marks every process
-//     it starts with an environment variable and, when it restarts, kills the processes
-//     that carry its marker (package worker). Running the worker under systemd (the
-//     default KillMode=control-group kills the whole cgroup) or in a container covers the
-//     case from outside as well.
+//   - The worker itself is SIGKILLed (or crashes): every tool runs under a supervisor,
+//     the worker's own binary run again as the tool's parent (supervise.go), which the
+//     kernel sends SIGTERM when the worker dies (Pdeathsig). As a child subreaper it
+//     inherits the tool's orphans, so it finds every descendant, even one that left the
+//     group or the session, and sends them SIGTERM, SIGKILL after Grace, and exits when
+//     none is left. This needs no restart of the worker. Only a SIGKILL of the supervisor
+//     itself, together with the worker, leaves the tool's descendants to init; for that
+//     the worker marks every process it starts with an environment variable and, when it
+//     restarts, kills the processes that carry its marker (package worker). Running the
+//     worker under systemd (the default KillMode=control-group kills the whole cgroup) or
+//     in a container covers the case from outside as well.
+//
+// A binary that imports this package becomes a supervisor when its environment says so,
+// in this package's init, before its main or TestMain runs.
 //
 // It imports engine for the Command and Process types and nothing else of chaperone's.
 package proc
@@ -128,23 +131,15 @@ func Exec(ctx context.Context, dir string, log io.Writer, c engine.Command) erro
 		return fmt.Errorf("proc: %w", err)
 	}
 	defer pr.Close()
-	cmd := exec.Command(path, c.Args...)
-	cmd.Dir = dir
-	cmd.Env = append(append([]string{"PYTHONUNBUFFERED=1"}, os.Environ()...), c.Env...)
+	cmd := supervised(path, c.Args, dir, c.Env, grace)
 	cmd.Stdout, cmd.Stderr = pw, pw // stdin stays /dev/null: nobody answers a prompt
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		// Its own group: signals to -pid reach every descendant that stays in it, and a
-		// Ctrl-C at the worker's terminal does not hit the tool before the worker decides.
-		Setpgid:   true,
-		Pdeathsig: syscall.SIGKILL,
-	}
 	// Pdeathsig fires when the thread that forked the child exits, not the process, and Go
 	// does end threads (one whose goroutine exits while locked to it), which would kill the
 	// tool mid-job. Pinning this goroutine to its thread until the child has exited means
 	// the thread cannot end first.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	err = cmd.Start()
+	err = startSupervised(cmd)
 	pw.Close()
 	if err != nil {
 		return fmt.Errorf("proc: start %s: %w", c.Path, err)

@@ -23,7 +23,7 @@ import (
 	"github.com/chaperone-bio/chaperone/internal/execfile"
 )
 
-// TestMain lets the test binary play a worker for TestPdeathsig.
+// TestMain lets the test binary play a worker for TestWorkerDeath.
 func TestMain(m *testing.M) {
 	if os.Getenv("PROC_TEST_WORKER") == "1" {
 		os.Exit(fakeWorker())
@@ -192,6 +192,13 @@ func TestExecExitError(t *testing.T) {
 			contains: []string{"killed by SIGKILL", "dying"},
 		},
 		{
+			name:     "killed by a signal the supervisor's runtime handles",
+			script:   `kill -SEGV $$`,
+			code:     -1,
+			signal:   "SIGSEGV",
+			contains: []string{"killed by SIGSEGV"},
+		},
+		{
 			name:   "colours and progress redraws left out",
 			script: `printf 'start\n\033[31mError:\033[0m boom\n\r 10%%\r 50%%\r 90%%\rTraceback: bad\n\n  \n'; exit 2`,
 			code:   2,
@@ -269,6 +276,19 @@ func TestExecNotFound(t *testing.T) {
 	err := Exec(t.Context(), filepath.Join(dir, "nope"), io.Discard, engine.Command{Path: "/bin/sh"})
 	if err == nil || errors.Is(err, exec.ErrNotFound) {
 		t.Errorf("missing work folder: err = %v, want a folder error", err)
+	}
+}
+
+func TestExecUnstartable(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "tool"), []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := Exec(t.Context(), dir, io.Discard, engine.Command{Path: "./tool"})
+	var ee *ExitError
+	if err == nil || errors.As(err, &ee) || !strings.Contains(err.Error(), "proc: start ./tool") || !strings.Contains(err.Error(), "permission denied") {
+		t.Errorf("Exec of a file that is not executable: err = %v, want a start error", err)
 	}
 }
 
@@ -453,14 +473,41 @@ func TestExecFlushesPartialLine(t *testing.T) {
 	}
 }
 
-// TestPdeathsig SIGKILLs a worker (this test binary, re-run as fakeWorker) in the middle
-// of a job. Its direct child must die with it. The grandchild survives, as the package doc
-// says; the test logs it if that ever changes.
-func TestPdeathsig(t *testing.T) {
+// TestWorkerDeath SIGKILLs a worker (this test binary, re-run as fakeWorker) in the middle
+// of a job. The tool and every process it started must end within the grace, however they
+// hid: in the background, ignoring SIGTERM, or in a session of their own; under Exec for
+// a job or Start for a warm session.
+func TestWorkerDeath(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	const grace = 500 * time.Millisecond
+	for _, tc := range []struct{ name, how, grandchild string }{
+		{"silent grandchild", "exec", `sleep 1000 &`},
+		{"grandchild ignoring SIGTERM", "exec", `(trap '' TERM; exec sleep 1000) &`},
+		{"grandchild in its own session", "exec", `setsid sleep 1000 &`},
+		{"grandchild of a warm session's process", "start", `(trap '' TERM; exec sleep 1000) &`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			child, grandchild := startAndKillWorker(t, tc.how, grace, tc.grandchild+` echo "grandchild $!"; echo "child $$"; wait`)
+			for name, pid := range map[string]int{"tool": child, "grandchild": grandchild} {
+				if !waitDead(t, pid, grace+3*time.Second) {
+					syscall.Kill(pid, syscall.SIGKILL)
+					t.Errorf("the %s (pid %d) outlived its SIGKILLed worker by more than the grace", name, pid)
+				}
+			}
+		})
+	}
+}
+
+// startAndKillWorker runs script by Exec or Start (how is "exec" or "start") in a fake
+// worker with the given grace, waits for
+// the script to print "child PID" and "grandchild PID", SIGKILLs the worker and returns
+// the two pids.
+func startAndKillWorker(t *testing.T, how string, grace time.Duration, script string) (child, grandchild int) {
+	t.Helper()
 	worker := exec.Command(os.Args[0], "-test.run=^$")
-	worker.Env = append(os.Environ(), "PROC_TEST_WORKER=1", "PROC_TEST_DIR="+dir)
+	worker.Env = append(os.Environ(), "PROC_TEST_WORKER=1", "PROC_TEST_DIR="+t.TempDir(),
+		"PROC_TEST_GRACE="+grace.String(), "PROC_TEST_HOW="+how, "PROC_TEST_SCRIPT="+script)
 	out, err := worker.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -476,28 +523,34 @@ func TestPdeathsig(t *testing.T) {
 			pids[name], _ = strconv.Atoi(pid)
 		}
 	}
-	child, grandchild := pids["child"], pids["grandchild"]
+	child, grandchild = pids["child"], pids["grandchild"]
 	if child == 0 || grandchild == 0 {
 		worker.Process.Kill()
 		t.Fatalf("worker did not report its processes: %v", pids)
 	}
-	t.Cleanup(func() { syscall.Kill(grandchild, syscall.SIGKILL) })
 	if err := worker.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	if !waitDead(t, child, 2*time.Second) {
-		syscall.Kill(child, syscall.SIGKILL)
-		t.Errorf("the tool (pid %d) outlived its SIGKILLed worker", child)
-	}
-	if !alive(grandchild) {
-		t.Logf("grandchild %d died with the worker; the package doc says it would not", grandchild)
-	}
+	return child, grandchild
 }
 
 func fakeWorker() int {
-	err := Exec(context.Background(), os.Getenv("PROC_TEST_DIR"), os.Stdout,
-		sh(`sleep 1000 & echo "grandchild $!"; echo "child $$"; wait`, nil, nil))
-	fmt.Fprintln(os.Stderr, err)
+	grace, err := time.ParseDuration(os.Getenv("PROC_TEST_GRACE"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	Grace = grace
+	dir, c := os.Getenv("PROC_TEST_DIR"), sh(os.Getenv("PROC_TEST_SCRIPT"), nil, nil)
+	if os.Getenv("PROC_TEST_HOW") == "start" {
+		p, err := Start(dir, c)
+		if err == nil {
+			_, err = io.Copy(os.Stdout, p.Stdout())
+		}
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Fprintln(os.Stderr, Exec(context.Background(), dir, os.Stdout, c))
 	return 1
 }
 

@@ -45,10 +45,7 @@ func Start(dir string, c engine.Command) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(path, c.Args...)
-	cmd.Dir = dir
-	cmd.Env = append(append([]string{"PYTHONUNBUFFERED=1"}, os.Environ()...), c.Env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd := supervised(path, c.Args, dir, c.Env, Grace)
 	p := &Process{exited: make(chan struct{})}
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
 		return nil, fmt.Errorf("proc: %w", err)
@@ -73,7 +70,7 @@ func Start(dir string, c engine.Command) (*Process, error) {
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		err := cmd.Start()
+		err := startSupervised(cmd)
 		stdoutW.Close()
 		if err != nil {
 			started <- err
@@ -175,7 +172,8 @@ func (p *Process) Stdin() io.WriteCloser   { return p.stdin }
 func (p *Process) Stdout() io.Reader       { return p.stdout }
 func (p *Process) Exited() <-chan struct{} { return p.exited }
 
-// Pid is the process id, for tests and logs.
+// Pid is the process id of its supervisor (see supervised), which is the group id and
+// the tool's parent; a SIGKILL to it ends the tool too. For tests and logs.
 func (p *Process) Pid() int { return p.pid }
 
 func (p *Process) SetLog(w io.Writer) {
