@@ -1,7 +1,6 @@
 package boltz
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +19,7 @@ import (
 	"github.com/chaperone-bio/chaperone/engine/boltz/boltztest"
 	"github.com/chaperone-bio/chaperone/engine/toolkit"
 	"github.com/chaperone-bio/chaperone/engine/toolkit/npy"
+	"github.com/chaperone-bio/chaperone/internal/enginerun"
 	"github.com/chaperone-bio/chaperone/job"
 	"github.com/chaperone-bio/chaperone/worker/proc"
 )
@@ -28,52 +27,17 @@ import (
 // standIn is the path of the stand-in boltz, built once for the package's tests.
 var standIn string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "boltz-stand-in-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	standIn, err = boltztest.Build(dir)
-	code := 1
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	} else {
-		code = m.Run()
-	}
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(enginerun.Main(m, boltztest.Build, &standIn)) }
 
 const server = "https://msa.example.org"
-
-// lockedBuffer is a log that the streaming goroutine and the engine may both write.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // harness is one engine run against the stand-in.
 type harness struct {
 	t        *testing.T
 	engine   *Engine
 	cacheDir string
-	log      lockedBuffer
-	mu       sync.Mutex
-	reports  []job.Progress
 	workDir  string
+	enginerun.Recorder
 }
 
 func newHarness(t *testing.T) *harness {
@@ -109,13 +73,8 @@ func (h *harness) run(ctx context.Context, j *job.Job) (*engine.Output, error) {
 
 func (h *harness) runIn(ctx context.Context, j *job.Job, workDir string) (*engine.Output, error) {
 	return h.engine.Run(ctx, &engine.Run{
-		Job: j, WorkDir: workDir, CacheDir: h.cacheDir, Tools: engine.Tools{"boltz": standIn}, Log: &h.log,
-		Report: func(p job.Progress) {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			h.reports = append(h.reports, p)
-		},
-		Exec: func(ctx context.Context, c engine.Command) error { return proc.Exec(ctx, workDir, &h.log, c) },
+		Job: j, WorkDir: workDir, CacheDir: h.cacheDir, Tools: engine.Tools{"boltz": standIn}, Log: &h.Log,
+		Report: h.Report, Exec: h.Exec(workDir),
 	})
 }
 
@@ -123,32 +82,20 @@ func (h *harness) mustRun(j *job.Job) *engine.Output {
 	h.t.Helper()
 	out, err := h.run(context.Background(), j)
 	if err != nil {
-		h.t.Fatalf("run: %v\nlog:\n%s", err, h.log.String())
+		h.t.Fatalf("run: %v\nlog:\n%s", err, h.Log.String())
 	}
 	return out
 }
 
 // args is the command line the stand-in was given, from its first line of output.
 func (h *harness) args() string {
-	for line := range strings.Lines(h.log.String()) {
+	for line := range strings.Lines(h.Log.String()) {
 		if rest, ok := strings.CutPrefix(line, "[boltz stand-in] predict "); ok {
 			return strings.TrimSpace(rest)
 		}
 	}
-	h.t.Fatalf("the stand-in did not run:\n%s", h.log.String())
+	h.t.Fatalf("the stand-in did not run:\n%s", h.Log.String())
 	return ""
-}
-
-func (h *harness) stages() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var out []string
-	for _, p := range h.reports {
-		if len(out) == 0 || out[len(out)-1] != p.Stage {
-			out = append(out, p.Stage)
-		}
-	}
-	return out
 }
 
 func paths(files []engine.File) map[string]string {
@@ -176,10 +123,11 @@ func TestRunOneProtein(t *testing.T) {
 			t.Errorf("args %q have %s, which the job left to Boltz", args, absent)
 		}
 	}
-	if got, want := h.stages(), []string{job.StageMSA, job.StageInference}; !reflect.DeepEqual(got, want) {
+	if got, want := h.Stages(), []string{job.StageMSA, job.StageInference}; !reflect.DeepEqual(got, want) {
 		t.Errorf("stages %v, want %v", got, want)
 	}
-	if last := h.reports[len(h.reports)-1]; *last.Fraction != 1 || last.Done != 1 || last.Total != 1 {
+	reports := h.Reports()
+	if last := reports[len(reports)-1]; *last.Fraction != 1 || last.Done != 1 || last.Total != 1 {
 		t.Errorf("last progress %+v (fraction %v), want 1 of 1 done", last, *last.Fraction)
 	}
 	if len(out.Rows) != 1 {
@@ -241,10 +189,10 @@ func TestRunParams(t *testing.T) {
 			t.Errorf("args %q lack %q", args, want)
 		}
 	}
-	if strings.Contains(args, "--use_msa_server") || strings.Contains(h.log.String(), "Calling MSA server") {
+	if strings.Contains(args, "--use_msa_server") || strings.Contains(h.Log.String(), "Calling MSA server") {
 		t.Errorf("use_msa_server false still searched: %s", args)
 	}
-	if got := h.stages(); slices.Contains(got, job.StageMSA) {
+	if got := h.Stages(); slices.Contains(got, job.StageMSA) {
 		t.Errorf("stages %v include msa", got)
 	}
 	row := out.Rows[0]
@@ -374,7 +322,7 @@ func TestRunAffinity(t *testing.T) {
 	h := newHarness(t)
 	content, _ := json.Marshal(affinityYAML)
 	out := h.mustRun(newJob(t, `{"targets": [{"name": "lig", "content": `+string(content)+`}, {"name": "affoom", "content": `+string(content)+`}]}`))
-	if got, want := h.stages(), []string{job.StageStarting, job.StageInference, job.StageAffinity}; !reflect.DeepEqual(got, want) {
+	if got, want := h.Stages(), []string{job.StageStarting, job.StageInference, job.StageAffinity}; !reflect.DeepEqual(got, want) {
 		t.Errorf("stages %v, want %v", got, want)
 	}
 	ok, failed := out.Rows[0], out.Rows[1]
@@ -436,21 +384,21 @@ func TestRunAlignmentCache(t *testing.T) {
 	h := newHarness(t)
 	monomer := `{"sequence": "MKTAYIAKQRQISFVKSHFSRQ"}`
 	h.mustRun(newJob(t, monomer))
-	if !strings.Contains(h.log.String(), "Calling MSA server for target target_1") {
-		t.Fatalf("first run did not search:\n%s", h.log.String())
+	if !strings.Contains(h.Log.String(), "Calling MSA server for target target_1") {
+		t.Fatalf("first run did not search:\n%s", h.Log.String())
 	}
 	keys, _ := filepath.Glob(filepath.Join(h.cacheDir, "msa", "*", "*"))
 	if len(keys) != 1 {
 		t.Fatalf("cache holds %v", keys)
 	}
 
-	h.log = lockedBuffer{}
+	h.Log = enginerun.Log{}
 	out := h.mustRun(newJob(t, monomer))
-	if strings.Contains(h.log.String(), "Calling MSA server") || strings.Contains(h.args(), "--use_msa_server") {
-		t.Errorf("second run searched again:\n%s", h.log.String())
+	if strings.Contains(h.Log.String(), "Calling MSA server") || strings.Contains(h.args(), "--use_msa_server") {
+		t.Errorf("second run searched again:\n%s", h.Log.String())
 	}
-	if !out.Rows[0].MSA || !strings.Contains(h.log.String(), "1 target(s) from the cache") {
-		t.Errorf("row %v; log %s", out.Rows[0], h.log.String())
+	if !out.Rows[0].MSA || !strings.Contains(h.Log.String(), "1 target(s) from the cache") {
+		t.Errorf("row %v; log %s", out.Rows[0], h.Log.String())
 	}
 	yaml, _ := os.ReadFile(filepath.Join(h.workDir, "inputs/target_1.yaml"))
 	if !strings.Contains(string(yaml), filepath.Join(h.workDir, "files", "target_1_cached_0.csv")) {
@@ -459,16 +407,16 @@ func TestRunAlignmentCache(t *testing.T) {
 
 	// A complex is searched with its partners, so the monomer's entry does not serve it;
 	// its own entry serves it the next time, in the same order.
-	h.log = lockedBuffer{}
+	h.Log = enginerun.Log{}
 	pair := `{"input": ">A|protein\nMKTAYIAKQRQISFVKSHFSRQ\n>B|protein\nGGSGGSGG\n"}`
 	h.mustRun(newJob(t, pair))
-	if !strings.Contains(h.log.String(), "Calling MSA server for target target_1 with 2 sequences") {
-		t.Errorf("the complex was not searched:\n%s", h.log.String())
+	if !strings.Contains(h.Log.String(), "Calling MSA server for target target_1 with 2 sequences") {
+		t.Errorf("the complex was not searched:\n%s", h.Log.String())
 	}
-	h.log = lockedBuffer{}
+	h.Log = enginerun.Log{}
 	h.mustRun(newJob(t, pair))
-	if strings.Contains(h.log.String(), "Calling MSA server") {
-		t.Errorf("the complex was searched twice:\n%s", h.log.String())
+	if strings.Contains(h.Log.String(), "Calling MSA server") {
+		t.Errorf("the complex was searched twice:\n%s", h.Log.String())
 	}
 	keys, _ = filepath.Glob(filepath.Join(h.cacheDir, "msa", "*", "*"))
 	if len(keys) != 2 {

@@ -1,21 +1,19 @@
 package protenix
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/chaperone-bio/chaperone/catalog"
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/protenix/protenixtest"
+	"github.com/chaperone-bio/chaperone/internal/enginerun"
 	"github.com/chaperone-bio/chaperone/job"
-	"github.com/chaperone-bio/chaperone/worker/proc"
 )
 
 // The stand-ins, built once for the package's tests, by tool.
@@ -44,33 +42,13 @@ func TestMain(m *testing.M) {
 
 const server = "https://msa.example.org"
 
-// lockedBuffer is a log that the streaming goroutine and the engine may both write.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // harness is engine runs against a stand-in, sharing one alignment cache.
 type harness struct {
 	t        *testing.T
 	engine   *Engine
 	cacheDir string
-	log      lockedBuffer
-	mu       sync.Mutex
-	reports  []job.Progress
 	workDir  string
+	enginerun.Recorder
 }
 
 // newHarness is a harness of protenix-v2's engine.
@@ -106,13 +84,8 @@ func (h *harness) run(ctx context.Context, j *job.Job) (*engine.Output, error) {
 	h.workDir = h.t.TempDir()
 	tools := engine.Tools{h.engine.Name(): standIns[h.engine.Name()]}
 	return h.engine.Run(ctx, &engine.Run{
-		Job: j, WorkDir: h.workDir, CacheDir: h.cacheDir, Tools: tools, Log: &h.log,
-		Report: func(p job.Progress) {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			h.reports = append(h.reports, p)
-		},
-		Exec: func(ctx context.Context, c engine.Command) error { return proc.Exec(ctx, h.workDir, &h.log, c) },
+		Job: j, WorkDir: h.workDir, CacheDir: h.cacheDir, Tools: tools, Log: &h.Log,
+		Report: h.Report, Exec: h.Exec(h.workDir),
 	})
 }
 
@@ -120,7 +93,7 @@ func (h *harness) mustRun(j *job.Job) *engine.Output {
 	h.t.Helper()
 	out, err := h.run(context.Background(), j)
 	if err != nil {
-		h.t.Fatalf("run: %v\nlog:\n%s", err, h.log.String())
+		h.t.Fatalf("run: %v\nlog:\n%s", err, h.Log.String())
 	}
 	return out
 }
@@ -131,13 +104,13 @@ func (h *harness) args() string {
 	h.t.Helper()
 	prefix := "[" + h.engine.Name() + " stand-in] pred "
 	last := ""
-	for line := range strings.Lines(h.log.String()) {
+	for line := range strings.Lines(h.Log.String()) {
 		if rest, ok := strings.CutPrefix(line, prefix); ok {
 			last = strings.TrimSpace(rest)
 		}
 	}
 	if last == "" {
-		h.t.Fatalf("the stand-in did not run:\n%s", h.log.String())
+		h.t.Fatalf("the stand-in did not run:\n%s", h.Log.String())
 	}
 	return last
 }
@@ -154,18 +127,6 @@ func (h *harness) input() []inputJob {
 		h.t.Fatal(err)
 	}
 	return jobs
-}
-
-func (h *harness) stages() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var out []string
-	for _, p := range h.reports {
-		if len(out) == 0 || out[len(out)-1] != p.Stage {
-			out = append(out, p.Stage)
-		}
-	}
-	return out
 }
 
 func paths(files []engine.File) map[string]string {

@@ -31,10 +31,11 @@ func TestRunOneProtein(t *testing.T) {
 			t.Errorf("args %q have %s", args, absent)
 		}
 	}
-	if got, want := h.stages(), []string{job.StageMSA, job.StageInference}; !reflect.DeepEqual(got, want) {
+	if got, want := h.Stages(), []string{job.StageMSA, job.StageInference}; !reflect.DeepEqual(got, want) {
 		t.Errorf("stages %v, want %v", got, want)
 	}
-	if last := h.reports[len(h.reports)-1]; *last.Fraction != 1 || last.Done != 1 || last.Total != 1 {
+	reports := h.Reports()
+	if last := reports[len(reports)-1]; *last.Fraction != 1 || last.Done != 1 || last.Total != 1 {
 		t.Errorf("last progress %+v (fraction %v), want 1 of 1 done", last, *last.Fraction)
 	}
 	if len(out.Rows) != 1 {
@@ -252,7 +253,7 @@ func TestFailedTargets(t *testing.T) {
 			out, err := h.run(context.Background(), newJob(t, `{"model": "protenix-v2", "targets": [`+tt.targets+`]}`))
 			if tt.jobErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.jobErr) {
-					t.Fatalf("job error %v, want %q\n%s", err, tt.jobErr, h.log.String())
+					t.Fatalf("job error %v, want %q\n%s", err, tt.jobErr, h.Log.String())
 				}
 				if strings.Contains(err.Error(), h.workDir) {
 					t.Errorf("the error %q names the run's folder", err)
@@ -260,7 +261,7 @@ func TestFailedTargets(t *testing.T) {
 				return
 			}
 			if err != nil {
-				t.Fatalf("run: %v\n%s", err, h.log.String())
+				t.Fatalf("run: %v\n%s", err, h.Log.String())
 			}
 			for _, row := range out.Rows {
 				want := tt.rows[row.ID]
@@ -283,12 +284,12 @@ func TestAlignmentCache(t *testing.T) {
 	h := newHarness(t)
 	req := `{"model": "protenix-v2", "targets": [{"name": "dimer", "content": ">A|protein\nMKTAYIAK\n>B|protein\nGGSGGSLL\n"}]}`
 	h.mustRun(newJob(t, req))
-	if !strings.Contains(h.log.String(), "starting to update msa result") {
-		t.Fatalf("the first run searched nothing:\n%s", h.log.String())
+	if !strings.Contains(h.Log.String(), "starting to update msa result") {
+		t.Fatalf("the first run searched nothing:\n%s", h.Log.String())
 	}
-	before := len(h.log.String())
+	before := len(h.Log.String())
 	out := h.mustRun(newJob(t, req))
-	second := h.log.String()[before:]
+	second := h.Log.String()[before:]
 	if strings.Contains(second, "starting to update msa result") || !strings.Contains(second, "1 target(s) from the cache") {
 		t.Errorf("the second run searched again:\n%s", second)
 	}
@@ -305,7 +306,7 @@ func TestAlignmentCache(t *testing.T) {
 	other := newHarnessOf(t, New(Config{MSAServerURL: "https://other.example.org"}))
 	other.cacheDir = h.cacheDir
 	other.mustRun(newJob(t, req))
-	if !strings.Contains(other.log.String(), "starting to update msa result") {
+	if !strings.Contains(other.Log.String(), "starting to update msa result") {
 		t.Error("a search on another server came from the cache")
 	}
 }
