@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/chaperone-bio/chaperone/bio"
-	"github.com/chaperone-bio/chaperone/catalog"
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/boltz/boltztest"
 	"github.com/chaperone-bio/chaperone/engine/toolkit"
@@ -42,27 +41,6 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	return &harness{t: t, engine: New(Config{MSAServerURL: server}), cacheDir: t.TempDir()}
-}
-
-// newJob validates a request as the API does and returns its job with params as the
-// store gives them back (numbers from JSON are float64).
-func newJob(t *testing.T, req string) *job.Job {
-	t.Helper()
-	var r catalog.PredictRequest
-	if err := catalog.Decode([]byte(req), &r); err != nil {
-		t.Fatal(err)
-	}
-	j, err := catalog.Default().NewPredict(&r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := json.Marshal(j.Params)
-	j.Params = nil
-	if err := json.Unmarshal(b, &j.Params); err != nil {
-		t.Fatal(err)
-	}
-	j.ID = "0123456789abcdef0123456789abcdef"
-	return j
 }
 
 func (h *harness) run(ctx context.Context, j *job.Job) (*engine.Output, error) {
@@ -109,7 +87,7 @@ func paths(files []engine.File) map[string]string {
 func TestRunOneProtein(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	out := h.mustRun(newJob(t, `{"sequence": "MKTAYIAKQRQISFVKSHFSRQ"}`))
+	out := h.mustRun(enginerun.PredictJob(t, `{"sequence": "MKTAYIAKQRQISFVKSHFSRQ"}`))
 
 	args := h.args()
 	for _, want := range []string{"--accelerator cpu", "--diffusion_samples 1", "--output_format mmcif", "--override",
@@ -180,7 +158,7 @@ func TestRunOneProtein(t *testing.T) {
 func TestRunParams(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	out := h.mustRun(newJob(t, `{"sequence": "MKTAYIAK", "params": {"recycling_steps": 4, "sampling_steps": 50,
+	out := h.mustRun(enginerun.PredictJob(t, `{"sequence": "MKTAYIAK", "params": {"recycling_steps": 4, "sampling_steps": 50,
 		"diffusion_samples": 3, "output_format": "pdb", "fast": false, "use_msa_server": false, "seed": 7, "write_pae": true}}`))
 	args := h.args()
 	for _, want := range []string{"--recycling_steps 4", "--sampling_steps 50", "--diffusion_samples 3", "--output_format pdb", "--no_kernels",
@@ -237,7 +215,7 @@ func TestRunTargetsAndFailures(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	started := time.Now()
-	out := h.mustRun(newJob(t, `{"targets": [
+	out := h.mustRun(enginerun.PredictJob(t, `{"targets": [
 		{"name": "good", "content": ">A|protein|empty\nMKTAYIAK\n>B|protein|empty\nGGSGG\n"},
 		{"name": "skip-me", "content": ">A|protein|empty\nMKTAYIAK\n"},
 		{"name": "oom-big", "content": ">A|protein|empty\nMKTAYIAK\n"},
@@ -281,7 +259,7 @@ func TestRunTargetsAndFailures(t *testing.T) {
 func TestRunEveryTargetFailed(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	_, err := h.run(context.Background(), newJob(t, `{"targets": [{"name": "skip-a", "content": ">a\nMK"}, {"name": "oom-b", "content": ">a\nMK"}]}`))
+	_, err := h.run(context.Background(), enginerun.PredictJob(t, `{"targets": [{"name": "skip-a", "content": ">a\nMK"}, {"name": "oom-b", "content": ">a\nMK"}]}`))
 	if err == nil || !strings.Contains(err.Error(), "boltz predicted none of the 2 target(s): skip-a: Boltz could not process the input and skipped it: Invalid SMILES") ||
 		!strings.Contains(err.Error(), "oom-b: Boltz ran out of memory") {
 		t.Errorf("err = %v", err)
@@ -293,7 +271,7 @@ func TestRunCrash(t *testing.T) {
 	t.Run("before any target", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t)
-		_, err := h.run(context.Background(), newJob(t, `{"targets": [{"name": "crash", "content": ">a\nMK"}]}`))
+		_, err := h.run(context.Background(), enginerun.PredictJob(t, `{"targets": [{"name": "crash", "content": ">a\nMK"}]}`))
 		var exit *proc.ExitError
 		if !errors.As(err, &exit) || exit.Code != 1 || !strings.Contains(err.Error(), "CUDA error: an illegal memory access") {
 			t.Errorf("err = %v", err)
@@ -302,7 +280,7 @@ func TestRunCrash(t *testing.T) {
 	t.Run("after a target", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t)
-		out := h.mustRun(newJob(t, `{"targets": [{"name": "a", "content": ">a\nMK"}, {"name": "crash", "content": ">a\nGG"}]}`))
+		out := h.mustRun(enginerun.PredictJob(t, `{"targets": [{"name": "a", "content": ">a\nMK"}, {"name": "crash", "content": ">a\nGG"}]}`))
 		if out.Rows[0].Status != job.RowOK || out.Rows[1].Status != job.RowFailed ||
 			out.Rows[1].Error != "boltz exited before it finished this target (exit code 1); the run log has its output" {
 			t.Errorf("rows %v", out.Rows)
@@ -321,7 +299,7 @@ func TestRunAffinity(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	content, _ := json.Marshal(affinityYAML)
-	out := h.mustRun(newJob(t, `{"targets": [{"name": "lig", "content": `+string(content)+`}, {"name": "affoom", "content": `+string(content)+`}]}`))
+	out := h.mustRun(enginerun.PredictJob(t, `{"targets": [{"name": "lig", "content": `+string(content)+`}, {"name": "affoom", "content": `+string(content)+`}]}`))
 	if got, want := h.Stages(), []string{job.StageStarting, job.StageInference, job.StageAffinity}; !reflect.DeepEqual(got, want) {
 		t.Errorf("stages %v, want %v", got, want)
 	}
@@ -365,7 +343,7 @@ func TestRunSameSequenceSharesItsAlignment(t *testing.T) {
         >hit
         MK-AYI
 `)
-	out := h.mustRun(newJob(t, `{"targets": [{"name": "dimer", "content": `+string(content)+`}]}`))
+	out := h.mustRun(enginerun.PredictJob(t, `{"targets": [{"name": "dimer", "content": `+string(content)+`}]}`))
 	if row := out.Rows[0]; row.Status != job.RowOK || row.NChains != 3 || !row.MSA {
 		t.Errorf("row %v", row)
 	}
@@ -383,7 +361,7 @@ func TestRunAlignmentCache(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	monomer := `{"sequence": "MKTAYIAKQRQISFVKSHFSRQ"}`
-	h.mustRun(newJob(t, monomer))
+	h.mustRun(enginerun.PredictJob(t, monomer))
 	if !strings.Contains(h.Log.String(), "Calling MSA server for target target_1") {
 		t.Fatalf("first run did not search:\n%s", h.Log.String())
 	}
@@ -393,7 +371,7 @@ func TestRunAlignmentCache(t *testing.T) {
 	}
 
 	h.Log = enginerun.Log{}
-	out := h.mustRun(newJob(t, monomer))
+	out := h.mustRun(enginerun.PredictJob(t, monomer))
 	if strings.Contains(h.Log.String(), "Calling MSA server") || strings.Contains(h.args(), "--use_msa_server") {
 		t.Errorf("second run searched again:\n%s", h.Log.String())
 	}
@@ -409,12 +387,12 @@ func TestRunAlignmentCache(t *testing.T) {
 	// its own entry serves it the next time, in the same order.
 	h.Log = enginerun.Log{}
 	pair := `{"input": ">A|protein\nMKTAYIAKQRQISFVKSHFSRQ\n>B|protein\nGGSGGSGG\n"}`
-	h.mustRun(newJob(t, pair))
+	h.mustRun(enginerun.PredictJob(t, pair))
 	if !strings.Contains(h.Log.String(), "Calling MSA server for target target_1 with 2 sequences") {
 		t.Errorf("the complex was not searched:\n%s", h.Log.String())
 	}
 	h.Log = enginerun.Log{}
-	h.mustRun(newJob(t, pair))
+	h.mustRun(enginerun.PredictJob(t, pair))
 	if strings.Contains(h.Log.String(), "Calling MSA server") {
 		t.Errorf("the complex was searched twice:\n%s", h.Log.String())
 	}

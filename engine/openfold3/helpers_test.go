@@ -2,7 +2,6 @@ package openfold3
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -49,8 +48,8 @@ func newHarness(t *testing.T, cfg Config) *harness {
 	return &harness{t: t, engine: New(cfg), cacheDir: t.TempDir()}
 }
 
-// newJob validates a request as the API does and returns its job with params as the
-// store gives them back (numbers from JSON are float64).
+// newJob validates a request as the API does, with openfold3 as its model unless it names
+// one, and returns its job as a worker would lease it.
 func newJob(t *testing.T, req string) *job.Job {
 	t.Helper()
 	var r catalog.PredictRequest
@@ -64,13 +63,7 @@ func newJob(t *testing.T, req string) *job.Job {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := json.Marshal(j.Params)
-	j.Params = nil
-	if err := json.Unmarshal(b, &j.Params); err != nil {
-		t.Fatal(err)
-	}
-	j.ID = "0123456789abcdef0123456789abcdef"
-	return j
+	return enginerun.Leased(t, j)
 }
 
 // run runs a job in a fresh work folder.

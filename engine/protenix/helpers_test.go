@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chaperone-bio/chaperone/catalog"
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/protenix/protenixtest"
 	"github.com/chaperone-bio/chaperone/internal/enginerun"
@@ -56,27 +55,6 @@ func newHarness(t *testing.T) *harness { return newHarnessOf(t, New(Config{MSASe
 
 func newHarnessOf(t *testing.T, e *Engine) *harness {
 	return &harness{t: t, engine: e, cacheDir: t.TempDir()}
-}
-
-// newJob validates a request as the API does and returns its job with params as the
-// store gives them back (numbers from JSON are float64).
-func newJob(t *testing.T, req string) *job.Job {
-	t.Helper()
-	var r catalog.PredictRequest
-	if err := catalog.Decode([]byte(req), &r); err != nil {
-		t.Fatal(err)
-	}
-	j, err := catalog.Default().NewPredict(&r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := json.Marshal(j.Params)
-	j.Params = nil
-	if err := json.Unmarshal(b, &j.Params); err != nil {
-		t.Fatal(err)
-	}
-	j.ID = "0123456789abcdef0123456789abcdef"
-	return j
 }
 
 func (h *harness) run(ctx context.Context, j *job.Job) (*engine.Output, error) {

@@ -11,13 +11,14 @@ import (
 
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/toolkit/npy"
+	"github.com/chaperone-bio/chaperone/internal/enginerun"
 	"github.com/chaperone-bio/chaperone/job"
 )
 
 func TestRunOneProtein(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	out := h.mustRun(newJob(t, `{"model": "protenix-v2", "sequence": "MKTAYIAKQRQISFVKSHFSRQ"}`))
+	out := h.mustRun(enginerun.PredictJob(t, `{"model": "protenix-v2", "sequence": "MKTAYIAKQRQISFVKSHFSRQ"}`))
 
 	args := h.args()
 	for _, want := range []string{"--seeds 101", "--sample 1", "--model_name protenix-v2", "--dtype bf16", "--use_msa true",
@@ -104,7 +105,7 @@ func TestCommandLine(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			h := newHarnessOf(t, tt.engine)
-			h.mustRun(newJob(t, `{"model": "`+tt.engine.Models()[0]+`", "sequence": "MKTAYIAK", "params": `+tt.params+`}`))
+			h.mustRun(enginerun.PredictJob(t, `{"model": "`+tt.engine.Models()[0]+`", "sequence": "MKTAYIAK", "params": `+tt.params+`}`))
 			args := h.args()
 			for _, w := range tt.want {
 				if !strings.Contains(args, w) {
@@ -123,7 +124,7 @@ func TestCommandLine(t *testing.T) {
 func TestSamplesInRankOrder(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	out := h.mustRun(newJob(t, `{"model": "protenix-v2", "targets": [{"name": "pair", "content": ">A|protein|empty\nMKTAYIAK\n>B|protein|empty\nGGSGGS\n"}],
+	out := h.mustRun(enginerun.PredictJob(t, `{"model": "protenix-v2", "targets": [{"name": "pair", "content": ">A|protein|empty\nMKTAYIAK\n>B|protein|empty\nGGSGGS\n"}],
 		"params": {"diffusion_samples": 3, "output_format": "pdb"}}`))
 	row := out.Rows[0]
 	if row.Samples != 3 || row.Scores.IPTM == nil || row.MSA {
@@ -157,7 +158,7 @@ func TestSamplesInRankOrder(t *testing.T) {
 func TestWritePAE(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	out := h.mustRun(newJob(t, `{"model": "protenix-v2", "sequence": "MKTAYIAK", "params": {"write_pae": true, "diffusion_samples": 2}}`))
+	out := h.mustRun(enginerun.PredictJob(t, `{"model": "protenix-v2", "sequence": "MKTAYIAK", "params": {"write_pae": true, "diffusion_samples": 2}}`))
 	i := slices.IndexFunc(out.Files, func(f engine.File) bool { return f.Path == "target_1_pae.npz" })
 	if i < 0 || out.Files[i].Type != job.ArtifactPAE || out.Files[i].Target != "target_1" {
 		t.Fatalf("no target_1_pae.npz of type pae in %v", paths(out.Files))
@@ -250,7 +251,7 @@ func TestFailedTargets(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t)
-			out, err := h.run(context.Background(), newJob(t, `{"model": "protenix-v2", "targets": [`+tt.targets+`]}`))
+			out, err := h.run(context.Background(), enginerun.PredictJob(t, `{"model": "protenix-v2", "targets": [`+tt.targets+`]}`))
 			if tt.jobErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.jobErr) {
 					t.Fatalf("job error %v, want %q\n%s", err, tt.jobErr, h.Log.String())
@@ -283,12 +284,12 @@ func TestAlignmentCache(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	req := `{"model": "protenix-v2", "targets": [{"name": "dimer", "content": ">A|protein\nMKTAYIAK\n>B|protein\nGGSGGSLL\n"}]}`
-	h.mustRun(newJob(t, req))
+	h.mustRun(enginerun.PredictJob(t, req))
 	if !strings.Contains(h.Log.String(), "starting to update msa result") {
 		t.Fatalf("the first run searched nothing:\n%s", h.Log.String())
 	}
 	before := len(h.Log.String())
-	out := h.mustRun(newJob(t, req))
+	out := h.mustRun(enginerun.PredictJob(t, req))
 	second := h.Log.String()[before:]
 	if strings.Contains(second, "starting to update msa result") || !strings.Contains(second, "1 target(s) from the cache") {
 		t.Errorf("the second run searched again:\n%s", second)
@@ -305,7 +306,7 @@ func TestAlignmentCache(t *testing.T) {
 	// Another server is another search.
 	other := newHarnessOf(t, New(Config{MSAServerURL: "https://other.example.org"}))
 	other.cacheDir = h.cacheDir
-	other.mustRun(newJob(t, req))
+	other.mustRun(enginerun.PredictJob(t, req))
 	if !strings.Contains(other.Log.String(), "starting to update msa result") {
 		t.Error("a search on another server came from the cache")
 	}

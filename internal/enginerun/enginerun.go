@@ -32,6 +32,28 @@ func DesignJob(t testing.TB, req string) *job.Job {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return Leased(t, j)
+}
+
+// PredictJob validates a predict request (its JSON body) with the default catalog and
+// returns its job as a worker would lease it.
+func PredictJob(t testing.TB, req string) *job.Job {
+	t.Helper()
+	var r catalog.PredictRequest
+	if err := catalog.Decode([]byte(req), &r); err != nil {
+		t.Fatal(err)
+	}
+	j, err := catalog.Default().NewPredict(&r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Leased(t, j)
+}
+
+// Leased is j as a worker would lease it: with an ID, and its params as the job store
+// gives them back.
+func Leased(t testing.TB, j *job.Job) *job.Job {
+	t.Helper()
 	b, err := json.Marshal(j.Params)
 	if err != nil {
 		t.Fatal(err)
