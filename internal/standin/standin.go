@@ -1,6 +1,6 @@
 // Package standin builds the stand-ins of upstream tools that engine tests run: small Go
-// programs in a folder beside the test package that asks for them. It imports nothing of
-// chaperone.
+// programs in a folder beside the test package that asks for them. The stand-ins import it
+// too, for the stuck helper process of a slow run. It imports nothing of chaperone.
 package standin
 
 import (
