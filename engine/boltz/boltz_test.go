@@ -1,7 +1,6 @@
 package boltz
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,16 +10,15 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chaperone-bio/chaperone/bio"
-	"github.com/chaperone-bio/chaperone/catalog"
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/boltz/boltztest"
 	"github.com/chaperone-bio/chaperone/engine/toolkit"
 	"github.com/chaperone-bio/chaperone/engine/toolkit/npy"
+	"github.com/chaperone-bio/chaperone/internal/enginerun"
 	"github.com/chaperone-bio/chaperone/job"
 	"github.com/chaperone-bio/chaperone/worker/proc"
 )
@@ -28,77 +26,21 @@ import (
 // standIn is the path of the stand-in boltz, built once for the package's tests.
 var standIn string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "boltz-stand-in-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	standIn, err = boltztest.Build(dir)
-	code := 1
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	} else {
-		code = m.Run()
-	}
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(enginerun.Main(m, boltztest.Build, &standIn)) }
 
 const server = "https://msa.example.org"
-
-// lockedBuffer is a log that the streaming goroutine and the engine may both write.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // harness is one engine run against the stand-in.
 type harness struct {
 	t        *testing.T
 	engine   *Engine
 	cacheDir string
-	log      lockedBuffer
-	mu       sync.Mutex
-	reports  []job.Progress
 	workDir  string
+	enginerun.Recorder
 }
 
 func newHarness(t *testing.T) *harness {
 	return &harness{t: t, engine: New(Config{MSAServerURL: server}), cacheDir: t.TempDir()}
-}
-
-// newJob validates a request as the API does and returns its job with params as the
-// store gives them back (numbers from JSON are float64).
-func newJob(t *testing.T, req string) *job.Job {
-	t.Helper()
-	var r catalog.PredictRequest
-	if err := catalog.Decode([]byte(req), &r); err != nil {
-		t.Fatal(err)
-	}
-	j, err := catalog.Default().NewPredict(&r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := json.Marshal(j.Params)
-	j.Params = nil
-	if err := json.Unmarshal(b, &j.Params); err != nil {
-		t.Fatal(err)
-	}
-	j.ID = "0123456789abcdef0123456789abcdef"
-	return j
 }
 
 func (h *harness) run(ctx context.Context, j *job.Job) (*engine.Output, error) {
@@ -109,13 +51,8 @@ func (h *harness) run(ctx context.Context, j *job.Job) (*engine.Output, error) {
 
 func (h *harness) runIn(ctx context.Context, j *job.Job, workDir string) (*engine.Output, error) {
 	return h.engine.Run(ctx, &engine.Run{
-		Job: j, WorkDir: workDir, CacheDir: h.cacheDir, Tools: engine.Tools{"boltz": standIn}, Log: &h.log,
-		Report: func(p job.Progress) {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			h.reports = append(h.reports, p)
-		},
-		Exec: func(ctx context.Context, c engine.Command) error { return proc.Exec(ctx, workDir, &h.log, c) },
+		Job: j, WorkDir: workDir, CacheDir: h.cacheDir, Tools: engine.Tools{"boltz": standIn}, Log: &h.Log,
+		Report: h.Report, Exec: h.Exec(workDir),
 	})
 }
 
@@ -123,32 +60,20 @@ func (h *harness) mustRun(j *job.Job) *engine.Output {
 	h.t.Helper()
 	out, err := h.run(context.Background(), j)
 	if err != nil {
-		h.t.Fatalf("run: %v\nlog:\n%s", err, h.log.String())
+		h.t.Fatalf("run: %v\nlog:\n%s", err, h.Log.String())
 	}
 	return out
 }
 
 // args is the command line the stand-in was given, from its first line of output.
 func (h *harness) args() string {
-	for line := range strings.Lines(h.log.String()) {
+	for line := range strings.Lines(h.Log.String()) {
 		if rest, ok := strings.CutPrefix(line, "[boltz stand-in] predict "); ok {
 			return strings.TrimSpace(rest)
 		}
 	}
-	h.t.Fatalf("the stand-in did not run:\n%s", h.log.String())
+	h.t.Fatalf("the stand-in did not run:\n%s", h.Log.String())
 	return ""
-}
-
-func (h *harness) stages() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var out []string
-	for _, p := range h.reports {
-		if len(out) == 0 || out[len(out)-1] != p.Stage {
-			out = append(out, p.Stage)
-		}
-	}
-	return out
 }
 
 func paths(files []engine.File) map[string]string {
@@ -162,7 +87,7 @@ func paths(files []engine.File) map[string]string {
 func TestRunOneProtein(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	out := h.mustRun(newJob(t, `{"sequence": "MKTAYIAKQRQISFVKSHFSRQ"}`))
+	out := h.mustRun(enginerun.PredictJob(t, `{"sequence": "MKTAYIAKQRQISFVKSHFSRQ"}`))
 
 	args := h.args()
 	for _, want := range []string{"--accelerator cpu", "--diffusion_samples 1", "--output_format mmcif", "--override",
@@ -176,10 +101,11 @@ func TestRunOneProtein(t *testing.T) {
 			t.Errorf("args %q have %s, which the job left to Boltz", args, absent)
 		}
 	}
-	if got, want := h.stages(), []string{job.StageMSA, job.StageInference}; !reflect.DeepEqual(got, want) {
+	if got, want := h.Stages(), []string{job.StageMSA, job.StageInference}; !reflect.DeepEqual(got, want) {
 		t.Errorf("stages %v, want %v", got, want)
 	}
-	if last := h.reports[len(h.reports)-1]; *last.Fraction != 1 || last.Done != 1 || last.Total != 1 {
+	reports := h.Reports()
+	if last := reports[len(reports)-1]; *last.Fraction != 1 || last.Done != 1 || last.Total != 1 {
 		t.Errorf("last progress %+v (fraction %v), want 1 of 1 done", last, *last.Fraction)
 	}
 	if len(out.Rows) != 1 {
@@ -232,7 +158,7 @@ func TestRunOneProtein(t *testing.T) {
 func TestRunParams(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	out := h.mustRun(newJob(t, `{"sequence": "MKTAYIAK", "params": {"recycling_steps": 4, "sampling_steps": 50,
+	out := h.mustRun(enginerun.PredictJob(t, `{"sequence": "MKTAYIAK", "params": {"recycling_steps": 4, "sampling_steps": 50,
 		"diffusion_samples": 3, "output_format": "pdb", "fast": false, "use_msa_server": false, "seed": 7, "write_pae": true}}`))
 	args := h.args()
 	for _, want := range []string{"--recycling_steps 4", "--sampling_steps 50", "--diffusion_samples 3", "--output_format pdb", "--no_kernels",
@@ -241,10 +167,10 @@ func TestRunParams(t *testing.T) {
 			t.Errorf("args %q lack %q", args, want)
 		}
 	}
-	if strings.Contains(args, "--use_msa_server") || strings.Contains(h.log.String(), "Calling MSA server") {
+	if strings.Contains(args, "--use_msa_server") || strings.Contains(h.Log.String(), "Calling MSA server") {
 		t.Errorf("use_msa_server false still searched: %s", args)
 	}
-	if got := h.stages(); slices.Contains(got, job.StageMSA) {
+	if got := h.Stages(); slices.Contains(got, job.StageMSA) {
 		t.Errorf("stages %v include msa", got)
 	}
 	row := out.Rows[0]
@@ -289,7 +215,7 @@ func TestRunTargetsAndFailures(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	started := time.Now()
-	out := h.mustRun(newJob(t, `{"targets": [
+	out := h.mustRun(enginerun.PredictJob(t, `{"targets": [
 		{"name": "good", "content": ">A|protein|empty\nMKTAYIAK\n>B|protein|empty\nGGSGG\n"},
 		{"name": "skip-me", "content": ">A|protein|empty\nMKTAYIAK\n"},
 		{"name": "oom-big", "content": ">A|protein|empty\nMKTAYIAK\n"},
@@ -333,7 +259,7 @@ func TestRunTargetsAndFailures(t *testing.T) {
 func TestRunEveryTargetFailed(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	_, err := h.run(context.Background(), newJob(t, `{"targets": [{"name": "skip-a", "content": ">a\nMK"}, {"name": "oom-b", "content": ">a\nMK"}]}`))
+	_, err := h.run(context.Background(), enginerun.PredictJob(t, `{"targets": [{"name": "skip-a", "content": ">a\nMK"}, {"name": "oom-b", "content": ">a\nMK"}]}`))
 	if err == nil || !strings.Contains(err.Error(), "boltz predicted none of the 2 target(s): skip-a: Boltz could not process the input and skipped it: Invalid SMILES") ||
 		!strings.Contains(err.Error(), "oom-b: Boltz ran out of memory") {
 		t.Errorf("err = %v", err)
@@ -345,7 +271,7 @@ func TestRunCrash(t *testing.T) {
 	t.Run("before any target", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t)
-		_, err := h.run(context.Background(), newJob(t, `{"targets": [{"name": "crash", "content": ">a\nMK"}]}`))
+		_, err := h.run(context.Background(), enginerun.PredictJob(t, `{"targets": [{"name": "crash", "content": ">a\nMK"}]}`))
 		var exit *proc.ExitError
 		if !errors.As(err, &exit) || exit.Code != 1 || !strings.Contains(err.Error(), "CUDA error: an illegal memory access") {
 			t.Errorf("err = %v", err)
@@ -354,7 +280,7 @@ func TestRunCrash(t *testing.T) {
 	t.Run("after a target", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t)
-		out := h.mustRun(newJob(t, `{"targets": [{"name": "a", "content": ">a\nMK"}, {"name": "crash", "content": ">a\nGG"}]}`))
+		out := h.mustRun(enginerun.PredictJob(t, `{"targets": [{"name": "a", "content": ">a\nMK"}, {"name": "crash", "content": ">a\nGG"}]}`))
 		if out.Rows[0].Status != job.RowOK || out.Rows[1].Status != job.RowFailed ||
 			out.Rows[1].Error != "boltz exited before it finished this target (exit code 1); the run log has its output" {
 			t.Errorf("rows %v", out.Rows)
@@ -373,8 +299,8 @@ func TestRunAffinity(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	content, _ := json.Marshal(affinityYAML)
-	out := h.mustRun(newJob(t, `{"targets": [{"name": "lig", "content": `+string(content)+`}, {"name": "affoom", "content": `+string(content)+`}]}`))
-	if got, want := h.stages(), []string{job.StageStarting, job.StageInference, job.StageAffinity}; !reflect.DeepEqual(got, want) {
+	out := h.mustRun(enginerun.PredictJob(t, `{"targets": [{"name": "lig", "content": `+string(content)+`}, {"name": "affoom", "content": `+string(content)+`}]}`))
+	if got, want := h.Stages(), []string{job.StageStarting, job.StageInference, job.StageAffinity}; !reflect.DeepEqual(got, want) {
 		t.Errorf("stages %v, want %v", got, want)
 	}
 	ok, failed := out.Rows[0], out.Rows[1]
@@ -417,7 +343,7 @@ func TestRunSameSequenceSharesItsAlignment(t *testing.T) {
         >hit
         MK-AYI
 `)
-	out := h.mustRun(newJob(t, `{"targets": [{"name": "dimer", "content": `+string(content)+`}]}`))
+	out := h.mustRun(enginerun.PredictJob(t, `{"targets": [{"name": "dimer", "content": `+string(content)+`}]}`))
 	if row := out.Rows[0]; row.Status != job.RowOK || row.NChains != 3 || !row.MSA {
 		t.Errorf("row %v", row)
 	}
@@ -435,22 +361,22 @@ func TestRunAlignmentCache(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	monomer := `{"sequence": "MKTAYIAKQRQISFVKSHFSRQ"}`
-	h.mustRun(newJob(t, monomer))
-	if !strings.Contains(h.log.String(), "Calling MSA server for target target_1") {
-		t.Fatalf("first run did not search:\n%s", h.log.String())
+	h.mustRun(enginerun.PredictJob(t, monomer))
+	if !strings.Contains(h.Log.String(), "Calling MSA server for target target_1") {
+		t.Fatalf("first run did not search:\n%s", h.Log.String())
 	}
 	keys, _ := filepath.Glob(filepath.Join(h.cacheDir, "msa", "*", "*"))
 	if len(keys) != 1 {
 		t.Fatalf("cache holds %v", keys)
 	}
 
-	h.log = lockedBuffer{}
-	out := h.mustRun(newJob(t, monomer))
-	if strings.Contains(h.log.String(), "Calling MSA server") || strings.Contains(h.args(), "--use_msa_server") {
-		t.Errorf("second run searched again:\n%s", h.log.String())
+	h.Log = enginerun.Log{}
+	out := h.mustRun(enginerun.PredictJob(t, monomer))
+	if strings.Contains(h.Log.String(), "Calling MSA server") || strings.Contains(h.args(), "--use_msa_server") {
+		t.Errorf("second run searched again:\n%s", h.Log.String())
 	}
-	if !out.Rows[0].MSA || !strings.Contains(h.log.String(), "1 target(s) from the cache") {
-		t.Errorf("row %v; log %s", out.Rows[0], h.log.String())
+	if !out.Rows[0].MSA || !strings.Contains(h.Log.String(), "1 target(s) from the cache") {
+		t.Errorf("row %v; log %s", out.Rows[0], h.Log.String())
 	}
 	yaml, _ := os.ReadFile(filepath.Join(h.workDir, "inputs/target_1.yaml"))
 	if !strings.Contains(string(yaml), filepath.Join(h.workDir, "files", "target_1_cached_0.csv")) {
@@ -459,16 +385,16 @@ func TestRunAlignmentCache(t *testing.T) {
 
 	// A complex is searched with its partners, so the monomer's entry does not serve it;
 	// its own entry serves it the next time, in the same order.
-	h.log = lockedBuffer{}
+	h.Log = enginerun.Log{}
 	pair := `{"input": ">A|protein\nMKTAYIAKQRQISFVKSHFSRQ\n>B|protein\nGGSGGSGG\n"}`
-	h.mustRun(newJob(t, pair))
-	if !strings.Contains(h.log.String(), "Calling MSA server for target target_1 with 2 sequences") {
-		t.Errorf("the complex was not searched:\n%s", h.log.String())
+	h.mustRun(enginerun.PredictJob(t, pair))
+	if !strings.Contains(h.Log.String(), "Calling MSA server for target target_1 with 2 sequences") {
+		t.Errorf("the complex was not searched:\n%s", h.Log.String())
 	}
-	h.log = lockedBuffer{}
-	h.mustRun(newJob(t, pair))
-	if strings.Contains(h.log.String(), "Calling MSA server") {
-		t.Errorf("the complex was searched twice:\n%s", h.log.String())
+	h.Log = enginerun.Log{}
+	h.mustRun(enginerun.PredictJob(t, pair))
+	if strings.Contains(h.Log.String(), "Calling MSA server") {
+		t.Errorf("the complex was searched twice:\n%s", h.Log.String())
 	}
 	keys, _ = filepath.Glob(filepath.Join(h.cacheDir, "msa", "*", "*"))
 	if len(keys) != 2 {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/conformance"
+	"github.com/chaperone-bio/chaperone/internal/enginerun"
 )
 
 func TestConformance(t *testing.T) {
@@ -15,14 +16,14 @@ func TestConformance(t *testing.T) {
 		Engine: New(Config{MSAServerURL: server}),
 		Tools:  engine.Tools{"boltz": standIn},
 		// Every option the engine passes: steps, samples, kernels off, and a search.
-		OK: newJob(t, `{"targets": [{"name": "mono", "content": ">A|protein\nMKTAYIAKQRQISFVKSHFSRQ\n"},
+		OK: enginerun.PredictJob(t, `{"targets": [{"name": "mono", "content": ">A|protein\nMKTAYIAKQRQISFVKSHFSRQ\n"},
 			{"name": "lig", "content": `+string(affinity)+`}],
 			"params": {"recycling_steps": 4, "sampling_steps": 50, "diffusion_samples": 2, "fast": false}}`),
-		Mixed: newJob(t, `{"targets": [{"name": "good", "content": ">A|protein|empty\nMKTAYIAK\n"},
+		Mixed: enginerun.PredictJob(t, `{"targets": [{"name": "good", "content": ">A|protein|empty\nMKTAYIAK\n"},
 			{"name": "skip-me", "content": ">A|protein|empty\nMKTAYIAK\n"}, {"name": "oom-big", "content": ">A|protein|empty\nGGSGG\n"},
 			{"name": "affoom", "content": `+string(affinity)+`}]}`),
 		Failing: []string{"skip-me", "oom-big", "affoom"},
-		Hang:    newJob(t, `{"targets": [{"name": "slow", "content": ">a\nMK"}]}`),
+		Hang:    enginerun.PredictJob(t, `{"targets": [{"name": "slow", "content": ">a\nMK"}]}`),
 		Busy:    "slow: step 1 of 300",
 	})
 }

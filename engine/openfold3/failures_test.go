@@ -21,7 +21,7 @@ func TestFailuresAreReadFromWhatTheToolWrote(t *testing.T) {
 		{"name": "alignfail", "content": ">A|protein\nGGSGG\n"}]}`)
 	out, err := h.run(j)
 	if err != nil {
-		t.Fatalf("%v\n%s", err, h.log.String())
+		t.Fatalf("%v\n%s", err, h.Log.String())
 	}
 	want := map[string]string{
 		"good":      "",
@@ -65,7 +65,7 @@ func TestEveryTargetFailing(t *testing.T) {
 			h := newHarness(t, Config{})
 			_, err := h.run(newJob(t, `{"targets": `+tt.input+`}`))
 			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
-				t.Errorf("err = %v, want %q\n%s", err, tt.want, h.log.String())
+				t.Errorf("err = %v, want %q\n%s", err, tt.want, h.Log.String())
 			}
 		})
 	}

@@ -33,7 +33,7 @@ func TestWrittenInputsGolden(t *testing.T) {
 			}
 			h := newHarness(t, Config{})
 			if _, err := h.run(newJob(t, string(body))); err != nil {
-				t.Fatalf("%v\n%s", err, h.log.String())
+				t.Fatalf("%v\n%s", err, h.Log.String())
 			}
 			got := writtenInputs(t, h.workDir)
 			golden := filepath.Join("testdata", name+".golden")

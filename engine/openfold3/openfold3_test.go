@@ -26,9 +26,9 @@ func TestRunsEveryTargetInOneRun(t *testing.T) {
 		"params": {"diffusion_samples": 3, "use_msa_server": false}}`)
 	out, err := h.run(j)
 	if err != nil {
-		t.Fatalf("%v\n%s", err, h.log.String())
+		t.Fatalf("%v\n%s", err, h.Log.String())
 	}
-	log := h.log.String()
+	log := h.Log.String()
 	if n := strings.Count(log, "[run_openfold stand-in] predict"); n != 1 || strings.Contains(log, "align-msa-server --query_json") {
 		t.Errorf("want one predict run and no search, got %d:\n%s", n, log)
 	}
@@ -93,9 +93,8 @@ func TestRunsEveryTargetInOneRun(t *testing.T) {
 			t.Errorf("the log lacks %q:\n%s", want, log)
 		}
 	}
-	h.mu.Lock()
-	last := h.reports[len(h.reports)-1]
-	h.mu.Unlock()
+	reports := h.Reports()
+	last := reports[len(reports)-1]
 	if last.Stage != job.StageInference || last.Done != 2 || last.Total != 2 || *last.Fraction != 1 {
 		t.Errorf("last progress %+v", last)
 	}
@@ -128,9 +127,9 @@ func TestSeed(t *testing.T) {
 	h := newHarness(t, Config{})
 	out, err := h.run(newJob(t, `{"sequence": "MKTAYIAK", "params": {"seed": 7, "use_msa_server": false}}`))
 	if err != nil {
-		t.Fatalf("%v\n%s", err, h.log.String())
+		t.Fatalf("%v\n%s", err, h.Log.String())
 	}
-	if log := h.log.String(); !strings.Contains(log, "seeds [7]") {
+	if log := h.Log.String(); !strings.Contains(log, "seeds [7]") {
 		t.Errorf("the run was not seeded with 7:\n%s", log)
 	}
 	if len(out.Rows) != 1 || out.Rows[0].Status != job.RowOK {

@@ -9,9 +9,8 @@ import (
 
 	"github.com/chaperone-bio/chaperone/bio"
 	"github.com/chaperone-bio/chaperone/engine"
+	"github.com/chaperone-bio/chaperone/internal/enginerun"
 	"github.com/chaperone-bio/chaperone/internal/execfile"
-	"github.com/chaperone-bio/chaperone/job"
-	"github.com/chaperone-bio/chaperone/worker/proc"
 )
 
 // TestAlignmentsComeFromTheCache: a second job with the same sequences searches nothing.
@@ -24,7 +23,7 @@ func TestAlignmentsComeFromTheCache(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		log := h.log.String()
+		log := h.Log.String()
 		searched := strings.Contains(log, "[run_openfold stand-in] align-msa-server")
 		if !strings.Contains(log, want) || searched != (i == 0) || !out.Rows[0].MSA {
 			t.Errorf("job %d: searched %v, row %+v; want %q in\n%s", i+1, searched, out.Rows[0], want, log)
@@ -71,15 +70,13 @@ func TestKernels(t *testing.T) {
 				t.Fatal(err)
 			}
 			work := t.TempDir()
-			var log lockedBuffer
+			var rec enginerun.Recorder
 			_, err := h.engine.Run(context.Background(), &engine.Run{
 				Job:     newJob(t, `{"input": ">A|protein|empty\nMK\n", "params": `+tt.params+`}`),
-				WorkDir: work, Tools: tools, Log: &log,
-				Report: func(p job.Progress) {},
-				Exec:   func(ctx context.Context, c engine.Command) error { return proc.Exec(ctx, work, &log, c) },
+				WorkDir: work, Tools: tools, Log: &rec.Log, Report: rec.Report, Exec: rec.Exec(work),
 			})
-			if err != nil || !strings.Contains(log.String(), tt.want) {
-				t.Errorf("err %v; want %q in\n%s", err, tt.want, log.String())
+			if err != nil || !strings.Contains(rec.Log.String(), tt.want) {
+				t.Errorf("err %v; want %q in\n%s", err, tt.want, rec.Log.String())
 			}
 		})
 	}

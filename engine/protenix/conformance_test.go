@@ -7,6 +7,7 @@ import (
 
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/conformance"
+	"github.com/chaperone-bio/chaperone/internal/enginerun"
 )
 
 // TestConformance runs the engine suite for each of the three models. Not parallel: the
@@ -27,13 +28,13 @@ func TestConformance(t *testing.T) {
 				Engine: e,
 				Tools:  engine.Tools{e.Name(): standIns[e.Name()]},
 				// Every option the engine passes: steps, samples, plain numerics, a search.
-				OK: newJob(t, `{"model": "`+model+`", "targets": [{"name": "mono", "content": ">A|protein\nMKTAYIAKQRQISFVKSHFSRQ\n"},
+				OK: enginerun.PredictJob(t, `{"model": "`+model+`", "targets": [{"name": "mono", "content": ">A|protein\nMKTAYIAKQRQISFVKSHFSRQ\n"},
 					{"name": "dimer", "content": ">A|protein\nMKTAYIAK\n>B|protein\nGGSGGSLL\n"}],
 					"params": {"recycling_steps": 4, "sampling_steps": 50, "diffusion_samples": 2, "fast": false}}`),
-				Mixed: newJob(t, `{"model": "`+model+`", "targets": [{"name": "good", "content": ">A|protein|empty\nMKTAYIAK\n"},
+				Mixed: enginerun.PredictJob(t, `{"model": "`+model+`", "targets": [{"name": "good", "content": ">A|protein|empty\nMKTAYIAK\n"},
 					{"name": "fail-me", "content": ">A|protein|empty\nMKTAYIAK\n"}, {"name": "oom-big", "content": ">A|protein|empty\nGGSGG\n"}]}`),
 				Failing: []string{"fail-me", "oom-big"},
-				Hang:    newJob(t, `{"model": "`+model+`", "targets": [{"name": "slow", "content": ">a\nMK"}]}`),
+				Hang:    enginerun.PredictJob(t, `{"model": "`+model+`", "targets": [{"name": "slow", "content": ">a\nMK"}]}`),
 				Busy:    "slow: step 1 of 300",
 			})
 		})

@@ -1,21 +1,18 @@
 package protenix
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/chaperone-bio/chaperone/catalog"
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/protenix/protenixtest"
+	"github.com/chaperone-bio/chaperone/internal/enginerun"
 	"github.com/chaperone-bio/chaperone/job"
-	"github.com/chaperone-bio/chaperone/worker/proc"
 )
 
 // The stand-ins, built once for the package's tests, by tool.
@@ -44,33 +41,13 @@ func TestMain(m *testing.M) {
 
 const server = "https://msa.example.org"
 
-// lockedBuffer is a log that the streaming goroutine and the engine may both write.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // harness is engine runs against a stand-in, sharing one alignment cache.
 type harness struct {
 	t        *testing.T
 	engine   *Engine
 	cacheDir string
-	log      lockedBuffer
-	mu       sync.Mutex
-	reports  []job.Progress
 	workDir  string
+	enginerun.Recorder
 }
 
 // newHarness is a harness of protenix-v2's engine.
@@ -80,39 +57,13 @@ func newHarnessOf(t *testing.T, e *Engine) *harness {
 	return &harness{t: t, engine: e, cacheDir: t.TempDir()}
 }
 
-// newJob validates a request as the API does and returns its job with params as the
-// store gives them back (numbers from JSON are float64).
-func newJob(t *testing.T, req string) *job.Job {
-	t.Helper()
-	var r catalog.PredictRequest
-	if err := catalog.Decode([]byte(req), &r); err != nil {
-		t.Fatal(err)
-	}
-	j, err := catalog.Default().NewPredict(&r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := json.Marshal(j.Params)
-	j.Params = nil
-	if err := json.Unmarshal(b, &j.Params); err != nil {
-		t.Fatal(err)
-	}
-	j.ID = "0123456789abcdef0123456789abcdef"
-	return j
-}
-
 func (h *harness) run(ctx context.Context, j *job.Job) (*engine.Output, error) {
 	h.t.Helper()
 	h.workDir = h.t.TempDir()
 	tools := engine.Tools{h.engine.Name(): standIns[h.engine.Name()]}
 	return h.engine.Run(ctx, &engine.Run{
-		Job: j, WorkDir: h.workDir, CacheDir: h.cacheDir, Tools: tools, Log: &h.log,
-		Report: func(p job.Progress) {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			h.reports = append(h.reports, p)
-		},
-		Exec: func(ctx context.Context, c engine.Command) error { return proc.Exec(ctx, h.workDir, &h.log, c) },
+		Job: j, WorkDir: h.workDir, CacheDir: h.cacheDir, Tools: tools, Log: &h.Log,
+		Report: h.Report, Exec: h.Exec(h.workDir),
 	})
 }
 
@@ -120,7 +71,7 @@ func (h *harness) mustRun(j *job.Job) *engine.Output {
 	h.t.Helper()
 	out, err := h.run(context.Background(), j)
 	if err != nil {
-		h.t.Fatalf("run: %v\nlog:\n%s", err, h.log.String())
+		h.t.Fatalf("run: %v\nlog:\n%s", err, h.Log.String())
 	}
 	return out
 }
@@ -131,13 +82,13 @@ func (h *harness) args() string {
 	h.t.Helper()
 	prefix := "[" + h.engine.Name() + " stand-in] pred "
 	last := ""
-	for line := range strings.Lines(h.log.String()) {
+	for line := range strings.Lines(h.Log.String()) {
 		if rest, ok := strings.CutPrefix(line, prefix); ok {
 			last = strings.TrimSpace(rest)
 		}
 	}
 	if last == "" {
-		h.t.Fatalf("the stand-in did not run:\n%s", h.log.String())
+		h.t.Fatalf("the stand-in did not run:\n%s", h.Log.String())
 	}
 	return last
 }
@@ -154,18 +105,6 @@ func (h *harness) input() []inputJob {
 		h.t.Fatal(err)
 	}
 	return jobs
-}
-
-func (h *harness) stages() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var out []string
-	for _, p := range h.reports {
-		if len(out) == 0 || out[len(out)-1] != p.Stage {
-			out = append(out, p.Stage)
-		}
-	}
-	return out
 }
 
 func paths(files []engine.File) map[string]string {

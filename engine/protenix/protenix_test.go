@@ -11,13 +11,14 @@ import (
 
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/toolkit/npy"
+	"github.com/chaperone-bio/chaperone/internal/enginerun"
 	"github.com/chaperone-bio/chaperone/job"
 )
 
 func TestRunOneProtein(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	out := h.mustRun(newJob(t, `{"model": "protenix-v2", "sequence": "MKTAYIAKQRQISFVKSHFSRQ"}`))
+	out := h.mustRun(enginerun.PredictJob(t, `{"model": "protenix-v2", "sequence": "MKTAYIAKQRQISFVKSHFSRQ"}`))
 
 	args := h.args()
 	for _, want := range []string{"--seeds 101", "--sample 1", "--model_name protenix-v2", "--dtype bf16", "--use_msa true",
@@ -31,10 +32,11 @@ func TestRunOneProtein(t *testing.T) {
 			t.Errorf("args %q have %s", args, absent)
 		}
 	}
-	if got, want := h.stages(), []string{job.StageMSA, job.StageInference}; !reflect.DeepEqual(got, want) {
+	if got, want := h.Stages(), []string{job.StageMSA, job.StageInference}; !reflect.DeepEqual(got, want) {
 		t.Errorf("stages %v, want %v", got, want)
 	}
-	if last := h.reports[len(h.reports)-1]; *last.Fraction != 1 || last.Done != 1 || last.Total != 1 {
+	reports := h.Reports()
+	if last := reports[len(reports)-1]; *last.Fraction != 1 || last.Done != 1 || last.Total != 1 {
 		t.Errorf("last progress %+v (fraction %v), want 1 of 1 done", last, *last.Fraction)
 	}
 	if len(out.Rows) != 1 {
@@ -103,7 +105,7 @@ func TestCommandLine(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			h := newHarnessOf(t, tt.engine)
-			h.mustRun(newJob(t, `{"model": "`+tt.engine.Models()[0]+`", "sequence": "MKTAYIAK", "params": `+tt.params+`}`))
+			h.mustRun(enginerun.PredictJob(t, `{"model": "`+tt.engine.Models()[0]+`", "sequence": "MKTAYIAK", "params": `+tt.params+`}`))
 			args := h.args()
 			for _, w := range tt.want {
 				if !strings.Contains(args, w) {
@@ -122,7 +124,7 @@ func TestCommandLine(t *testing.T) {
 func TestSamplesInRankOrder(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	out := h.mustRun(newJob(t, `{"model": "protenix-v2", "targets": [{"name": "pair", "content": ">A|protein|empty\nMKTAYIAK\n>B|protein|empty\nGGSGGS\n"}],
+	out := h.mustRun(enginerun.PredictJob(t, `{"model": "protenix-v2", "targets": [{"name": "pair", "content": ">A|protein|empty\nMKTAYIAK\n>B|protein|empty\nGGSGGS\n"}],
 		"params": {"diffusion_samples": 3, "output_format": "pdb"}}`))
 	row := out.Rows[0]
 	if row.Samples != 3 || row.Scores.IPTM == nil || row.MSA {
@@ -156,7 +158,7 @@ func TestSamplesInRankOrder(t *testing.T) {
 func TestWritePAE(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	out := h.mustRun(newJob(t, `{"model": "protenix-v2", "sequence": "MKTAYIAK", "params": {"write_pae": true, "diffusion_samples": 2}}`))
+	out := h.mustRun(enginerun.PredictJob(t, `{"model": "protenix-v2", "sequence": "MKTAYIAK", "params": {"write_pae": true, "diffusion_samples": 2}}`))
 	i := slices.IndexFunc(out.Files, func(f engine.File) bool { return f.Path == "target_1_pae.npz" })
 	if i < 0 || out.Files[i].Type != job.ArtifactPAE || out.Files[i].Target != "target_1" {
 		t.Fatalf("no target_1_pae.npz of type pae in %v", paths(out.Files))
@@ -249,10 +251,10 @@ func TestFailedTargets(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t)
-			out, err := h.run(context.Background(), newJob(t, `{"model": "protenix-v2", "targets": [`+tt.targets+`]}`))
+			out, err := h.run(context.Background(), enginerun.PredictJob(t, `{"model": "protenix-v2", "targets": [`+tt.targets+`]}`))
 			if tt.jobErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.jobErr) {
-					t.Fatalf("job error %v, want %q\n%s", err, tt.jobErr, h.log.String())
+					t.Fatalf("job error %v, want %q\n%s", err, tt.jobErr, h.Log.String())
 				}
 				if strings.Contains(err.Error(), h.workDir) {
 					t.Errorf("the error %q names the run's folder", err)
@@ -260,7 +262,7 @@ func TestFailedTargets(t *testing.T) {
 				return
 			}
 			if err != nil {
-				t.Fatalf("run: %v\n%s", err, h.log.String())
+				t.Fatalf("run: %v\n%s", err, h.Log.String())
 			}
 			for _, row := range out.Rows {
 				want := tt.rows[row.ID]
@@ -282,13 +284,13 @@ func TestAlignmentCache(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	req := `{"model": "protenix-v2", "targets": [{"name": "dimer", "content": ">A|protein\nMKTAYIAK\n>B|protein\nGGSGGSLL\n"}]}`
-	h.mustRun(newJob(t, req))
-	if !strings.Contains(h.log.String(), "starting to update msa result") {
-		t.Fatalf("the first run searched nothing:\n%s", h.log.String())
+	h.mustRun(enginerun.PredictJob(t, req))
+	if !strings.Contains(h.Log.String(), "starting to update msa result") {
+		t.Fatalf("the first run searched nothing:\n%s", h.Log.String())
 	}
-	before := len(h.log.String())
-	out := h.mustRun(newJob(t, req))
-	second := h.log.String()[before:]
+	before := len(h.Log.String())
+	out := h.mustRun(enginerun.PredictJob(t, req))
+	second := h.Log.String()[before:]
 	if strings.Contains(second, "starting to update msa result") || !strings.Contains(second, "1 target(s) from the cache") {
 		t.Errorf("the second run searched again:\n%s", second)
 	}
@@ -304,8 +306,8 @@ func TestAlignmentCache(t *testing.T) {
 	// Another server is another search.
 	other := newHarnessOf(t, New(Config{MSAServerURL: "https://other.example.org"}))
 	other.cacheDir = h.cacheDir
-	other.mustRun(newJob(t, req))
-	if !strings.Contains(other.log.String(), "starting to update msa result") {
+	other.mustRun(enginerun.PredictJob(t, req))
+	if !strings.Contains(other.Log.String(), "starting to update msa result") {
 		t.Error("a search on another server came from the cache")
 	}
 }

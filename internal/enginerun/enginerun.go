@@ -32,6 +32,28 @@ func DesignJob(t testing.TB, req string) *job.Job {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return Leased(t, j)
+}
+
+// PredictJob validates a predict request (its JSON body) with the default catalog and
+// returns its job as a worker would lease it.
+func PredictJob(t testing.TB, req string) *job.Job {
+	t.Helper()
+	var r catalog.PredictRequest
+	if err := catalog.Decode([]byte(req), &r); err != nil {
+		t.Fatal(err)
+	}
+	j, err := catalog.Default().NewPredict(&r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Leased(t, j)
+}
+
+// Leased is j as a worker would lease it: with an ID, and its params as the job store
+// gives them back.
+func Leased(t testing.TB, j *job.Job) *job.Job {
+	t.Helper()
 	b, err := json.Marshal(j.Params)
 	if err != nil {
 		t.Fatal(err)
@@ -48,18 +70,47 @@ func DesignJob(t testing.TB, req string) *job.Job {
 type Result struct {
 	Out     *engine.Output
 	Err     error
-	Log     Log
 	WorkDir string
+	Recorder
+}
+
+// Recorder is what runs leave for the worker: the run log and the progress reported. Its
+// Report and Exec are an engine.Run's.
+type Recorder struct {
+	Log Log
 
 	mu      sync.Mutex
 	reports []job.Progress
 }
 
-// Reports is the progress the run reported, in order.
-func (r *Result) Reports() []job.Progress {
+// Report records p.
+func (r *Recorder) Report(p job.Progress) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reports = append(r.reports, p)
+}
+
+// Reports is the progress reported, in order.
+func (r *Recorder) Reports() []job.Progress {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]job.Progress(nil), r.reports...)
+}
+
+// Stages is the stages of the progress reported, in order, each once per stretch.
+func (r *Recorder) Stages() []string {
+	var out []string
+	for _, p := range r.Reports() {
+		if len(out) == 0 || out[len(out)-1] != p.Stage {
+			out = append(out, p.Stage)
+		}
+	}
+	return out
+}
+
+// Exec runs a command in workDir under worker/proc, its output into the log.
+func (r *Recorder) Exec(workDir string) func(context.Context, engine.Command) error {
+	return func(ctx context.Context, c engine.Command) error { return proc.Exec(ctx, workDir, &r.Log, c) }
 }
 
 // Run runs j on e to its end, with tools.
@@ -67,13 +118,7 @@ func Run(t testing.TB, e engine.Engine, j *job.Job, tools engine.Tools) *Result 
 	t.Helper()
 	r := &Result{WorkDir: t.TempDir()}
 	r.Out, r.Err = e.Run(context.Background(), &engine.Run{
-		Job: j, WorkDir: r.WorkDir, Tools: tools, Log: &r.Log,
-		Report: func(p job.Progress) {
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			r.reports = append(r.reports, p)
-		},
-		Exec: func(ctx context.Context, c engine.Command) error { return proc.Exec(ctx, r.WorkDir, &r.Log, c) },
+		Job: j, WorkDir: r.WorkDir, Tools: tools, Log: &r.Log, Report: r.Report, Exec: r.Exec(r.WorkDir),
 	})
 	return r
 }

@@ -1,6 +1,6 @@
 // Package standin builds the stand-ins of upstream tools that engine tests run: small Go
-// programs in a folder beside the test package that asks for them. It imports nothing of
-// chaperone.
+// programs in a folder beside the test package that asks for them. The stand-ins import it
+// too, for the stuck helper process of a slow run. It imports nothing of chaperone.
 package standin
 
 import (
@@ -13,8 +13,16 @@ import (
 
 // Build compiles the program in the folder name beside the calling file's folder into
 // dir/name and returns its path.
-func Build(dir, name string) (string, error) {
-	_, caller, _, ok := runtime.Caller(1)
+func Build(dir, name string) (string, error) { return build(dir, name, name) }
+
+// BuildAs compiles the program in the folder beside the calling file's folder into
+// dir/name and returns its path: for one program that stands in for several commands.
+func BuildAs(dir, folder, name string) (string, error) { return build(dir, folder, name) }
+
+// build is called by Build and BuildAs only, so that the caller two frames up is the
+// package that owns the stand-in's folder.
+func build(dir, folder, name string) (string, error) {
+	_, caller, _, ok := runtime.Caller(2)
 	if !ok {
 		return "", fmt.Errorf("standin: cannot locate the source of the %s stand-in", name)
 	}
@@ -24,7 +32,7 @@ func Build(dir, name string) (string, error) {
 	}
 	out := filepath.Join(dir, name)
 	cmd := exec.Command(goCmd, "build", "-o", out, ".")
-	cmd.Dir = filepath.Join(filepath.Dir(caller), name)
+	cmd.Dir = filepath.Join(filepath.Dir(caller), folder)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("standin: building the %s stand-in: %v\n%s", name, err, b)

@@ -6,13 +6,7 @@
 // and use it; a running chaperone never does.
 package boltztest
 
-import (
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
-)
+import "github.com/chaperone-bio/chaperone/internal/standin"
 
 // Behaviours, chosen by the start of a target's name (its input file's stem):
 //
@@ -31,21 +25,4 @@ const (
 )
 
 // Build compiles the stand-in into dir and returns the path of the boltz executable.
-func Build(dir string) (string, error) {
-	_, here, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", fmt.Errorf("boltztest: cannot locate the stand-in's source")
-	}
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		return "", fmt.Errorf("boltztest: the stand-in is built with the go command: %w", err)
-	}
-	out := filepath.Join(dir, "boltz")
-	cmd := exec.Command(goCmd, "build", "-o", out, ".")
-	cmd.Dir = filepath.Join(filepath.Dir(here), "boltz")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("boltztest: building the stand-in: %v\n%s", err, b)
-	}
-	return out, nil
-}
+func Build(dir string) (string, error) { return standin.Build(dir, "boltz") }

@@ -9,13 +9,7 @@
 // does.
 package openfold3test
 
-import (
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
-)
+import "github.com/chaperone-bio/chaperone/internal/standin"
 
 // Behaviours, chosen by the start of a query's name (the target's name):
 //
@@ -34,21 +28,4 @@ const (
 )
 
 // Build compiles the stand-in into dir and returns the path of the run_openfold executable.
-func Build(dir string) (string, error) {
-	_, here, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", fmt.Errorf("openfold3test: cannot locate the stand-in's source")
-	}
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		return "", fmt.Errorf("openfold3test: the stand-in is built with the go command: %w", err)
-	}
-	out := filepath.Join(dir, "run_openfold")
-	cmd := exec.Command(goCmd, "build", "-o", out, ".")
-	cmd.Dir = filepath.Join(filepath.Dir(here), "run_openfold")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("openfold3test: building the stand-in: %v\n%s", err, b)
-	}
-	return out, nil
-}
+func Build(dir string) (string, error) { return standin.Build(dir, "run_openfold") }

@@ -6,13 +6,7 @@
 // It is a fixture: tests build and use it; a running chaperone never does.
 package protenixtest
 
-import (
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
-)
+import "github.com/chaperone-bio/chaperone/internal/standin"
 
 // Behaviours, chosen by the start of a target's name:
 //
@@ -38,21 +32,4 @@ const (
 
 // Build compiles the stand-in into dir as the command tool (Protenix or OpenDDE) and
 // returns the path of the executable.
-func Build(dir, tool string) (string, error) {
-	_, here, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", fmt.Errorf("protenixtest: cannot locate the stand-in's source")
-	}
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		return "", fmt.Errorf("protenixtest: the stand-in is built with the go command: %w", err)
-	}
-	out := filepath.Join(dir, tool)
-	cmd := exec.Command(goCmd, "build", "-o", out, ".")
-	cmd.Dir = filepath.Join(filepath.Dir(here), "standin")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("protenixtest: building the stand-in: %v\n%s", err, b)
-	}
-	return out, nil
-}
+func Build(dir, tool string) (string, error) { return standin.BuildAs(dir, "standin", tool) }

@@ -13,24 +13,18 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/goccy/go-yaml"
 
 	"github.com/chaperone-bio/chaperone/engine/toolkit/npy"
+	"github.com/chaperone-bio/chaperone/internal/standin"
 )
-
-// sleeperArg makes the program the helper process of a slow run: it ignores SIGTERM and
-// sleeps, as a stuck data-loader worker would.
-const sleeperArg = "__stand_in_sleeper"
 
 func main() { os.Exit(run(os.Args[1:])) }
 
@@ -83,12 +77,7 @@ var predictOptions = []option{
 }
 
 func run(args []string) int {
-	if len(args) > 0 && args[0] == sleeperArg {
-		signal.Ignore(syscall.SIGTERM)
-		for {
-			time.Sleep(time.Hour)
-		}
-	}
+	standin.ServeSleeper(args)
 	if len(args) == 0 || args[0] == "--help" {
 		fmt.Print("Usage: boltz [OPTIONS] COMMAND [ARGS]...\n\n  Boltz.\n\nOptions:\n  --help  Show this message and exit.\n\nCommands:\n  predict  Run predictions with Boltz.\n")
 		return 0
@@ -370,8 +359,8 @@ func tqdm(n, total int, desc string) string {
 // slow is the structure loop on a slow target: 30 s of progress lines, with a helper
 // process that ignores SIGTERM, so that a cancel must stop the whole process group.
 func (p *predictor) slow(id string) bool {
-	helper := exec.Command(os.Args[0], sleeperArg)
-	if err := helper.Start(); err != nil {
+	helper, err := standin.StartSleeper()
+	if err != nil {
 		traceback("predict", "OSError: "+err.Error())
 		return false
 	}

@@ -12,25 +12,23 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/goccy/go-yaml"
+
+	"github.com/chaperone-bio/chaperone/internal/standin"
 )
 
 func main() { os.Exit(run(os.Args[1:])) }
 
-// Hidden first arguments that make the program one of its own helpers.
-const (
-	stepArg    = "__stand_in_step"    // a pipeline step, run as BoltzGen runs main.py <config>
-	sleeperArg = "__stand_in_sleeper" // a stuck worker that ignores SIGTERM
-)
+// stepArg is the hidden first argument that makes the program a pipeline step, run as
+// BoltzGen runs main.py <config>.
+const stepArg = "__stand_in_step"
 
 // option is one argparse option of boltzgen run.
 type option struct {
@@ -86,16 +84,9 @@ var runOptions = []option{
 const usage = "usage: boltzgen run [-h] [--protocol PROTOCOL] [--output OUTPUT] ... design_spec [design_spec ...]"
 
 func run(args []string) int {
-	if len(args) > 0 {
-		switch args[0] {
-		case sleeperArg:
-			signal.Ignore(syscall.SIGTERM)
-			for {
-				time.Sleep(time.Hour)
-			}
-		case stepArg:
-			return step(args[1:])
-		}
+	standin.ServeSleeper(args)
+	if len(args) > 0 && args[0] == stepArg {
+		return step(args[1:])
 	}
 	if len(args) == 0 {
 		fmt.Fprint(os.Stderr, "usage: boltzgen [-h] {run,check,configure,execute,download,merge} ...\nboltzgen: error: the following arguments are required: command\n")
@@ -418,8 +409,7 @@ func step(args []string) int {
 		fmt.Println("Filtering: no aggregate metrics found; nothing to rank")
 		return 0
 	case cfg.Step == "design" && cfg.Behaviour == "hang":
-		helper := exec.Command(os.Args[0], sleeperArg)
-		if err := helper.Start(); err != nil {
+		if _, err := standin.StartSleeper(); err != nil {
 			return traceback("OSError: " + err.Error())
 		}
 		for i := range 300 {

@@ -16,22 +16,17 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/goccy/go-yaml"
-)
 
-// sleeperArg makes the program the helper process of a slow run: it ignores SIGTERM and
-// sleeps, as a stuck data-loader worker would.
-const sleeperArg = "__stand_in_sleeper"
+	"github.com/chaperone-bio/chaperone/internal/standin"
+)
 
 func main() { os.Exit(run(os.Args[1:])) }
 
@@ -66,12 +61,7 @@ var commands = map[string][]option{
 }
 
 func run(args []string) int {
-	if len(args) > 0 && args[0] == sleeperArg {
-		signal.Ignore(syscall.SIGTERM)
-		for {
-			time.Sleep(time.Hour)
-		}
-	}
+	standin.ServeSleeper(args)
 	if len(args) == 0 || args[0] == "--help" {
 		fmt.Print("Usage: run_openfold [OPTIONS] COMMAND [ARGS]...\n\nOptions:\n  --help  Show this message and exit.\n\n" +
 			"Commands:\n  align-msa-server  Run MSA server alignment only with ColabFold MSA server.\n" +
@@ -548,8 +538,8 @@ func logError(out, name, typ, msg string) {
 // that ignores SIGTERM (its pid in hang.pid in the working folder), so that a cancel must
 // stop the whole process group.
 func slow(name string) bool {
-	helper := exec.Command(os.Args[0], sleeperArg)
-	if err := helper.Start(); err != nil {
+	helper, err := standin.StartSleeper()
+	if err != nil {
 		traceback("predict", "OSError: "+err.Error())
 		return false
 	}

@@ -15,20 +15,15 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
-)
 
-// sleeperArg makes the program the helper process of a slow run: it ignores SIGTERM and
-// sleeps, as a stuck data-loader worker would.
-const sleeperArg = "__stand_in_sleeper"
+	"github.com/chaperone-bio/chaperone/internal/standin"
+)
 
 // The public server Protenix's own MSA mode insists on (colab_request_utils.py).
 const protenixServer = "https://protenix-server.com/api/msa"
@@ -142,12 +137,7 @@ func pick() tool {
 }
 
 func run(args []string) int {
-	if len(args) > 0 && args[0] == sleeperArg {
-		signal.Ignore(syscall.SIGTERM)
-		for {
-			time.Sleep(time.Hour)
-		}
-	}
+	standin.ServeSleeper(args)
 	tl := pick()
 	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" {
 		fmt.Printf("Usage: %s [OPTIONS] COMMAND [ARGS]...\n\n  %s.\n\nOptions:\n  --version   Show the version and exit.\n"+
@@ -703,8 +693,8 @@ func letterID(n int) string {
 // slow is the model on a slow target: 30 s of progress lines, with a helper process
 // that ignores SIGTERM, so that a cancel must stop the whole process group.
 func slow(name string) bool {
-	helper := exec.Command(os.Args[0], sleeperArg)
-	if err := helper.Start(); err != nil {
+	helper, err := standin.StartSleeper()
+	if err != nil {
 		fmt.Fprint(os.Stderr, traceback("predict", "OSError: "+err.Error()))
 		return false
 	}

@@ -13,18 +13,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/chaperone-bio/chaperone/bio"
+	"github.com/chaperone-bio/chaperone/internal/standin"
 )
-
-const sleeperArg = "__stand_in_sleeper"
 
 func main() { os.Exit(run(os.Args[1:])) }
 
@@ -53,12 +49,7 @@ var defaults = map[string]string{
 const hydraHint = "\n\nSet the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.\n"
 
 func run(args []string) int {
-	if len(args) > 0 && args[0] == sleeperArg {
-		signal.Ignore(syscall.SIGTERM)
-		for {
-			time.Sleep(time.Hour)
-		}
-	}
+	standin.ServeSleeper(args)
 	if len(args) == 0 || args[0] != "design" {
 		fmt.Fprint(os.Stderr, "Usage: rfd3 [OPTIONS] COMMAND [ARGS]...\nTry 'rfd3 --help' for help.\n\nError: Missing command.\n")
 		return 2
@@ -187,8 +178,7 @@ func design(cfg map[string]string) int {
 			return traceback("RuntimeError: CUDA error: an illegal memory access was encountered")
 		}
 		if behaviour == "hang" {
-			helper := exec.Command(os.Args[0], sleeperArg)
-			if err := helper.Start(); err != nil {
+			if _, err := standin.StartSleeper(); err != nil {
 				return traceback("OSError: " + err.Error())
 			}
 			for i := range 300 {
