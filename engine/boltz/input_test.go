@@ -193,6 +193,26 @@ func TestMonitor(t *testing.T) {
 	}
 }
 
+// Boltz's messages reach the monitor after a progress bar's text on the same line when the
+// bar was drawn last (tqdm redraws start with a carriage return and end with nothing).
+func TestMonitorReadsMessagesAfterABar(t *testing.T) {
+	t.Parallel()
+	m := newMonitor(func(job.Progress) {}, 2, false, false)
+	for _, line := range []string{
+		" 50%|█████     | 1/2 [00:03<00:03,  3.10s/it]Failed to process /w/inputs/b.yaml. Skipping. Error: bad residue.",
+		"Running structure prediction for 1 input.",
+		"Predicting DataLoader 0:   0%|          | 0/1 [00:00<?, ?it/s]| WARNING: ran out of memory, skipping batch",
+	} {
+		m.line(line)
+	}
+	if m.skipped["b"] != "bad residue" {
+		t.Errorf("skipped %v, want b's error", m.skipped)
+	}
+	if m.oom[phaseStructure] != 1 {
+		t.Errorf("out-of-memory batches %v, want one in the structure loop", m.oom)
+	}
+}
+
 // TestStandInIsStrict checks the fixture itself: it refuses what the real CLI refuses.
 func TestStandInIsStrict(t *testing.T) {
 	t.Parallel()

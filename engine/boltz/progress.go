@@ -77,12 +77,15 @@ func (m *monitor) line(line string) {
 		m.set(phaseStructure, job.StageInference, m.start(phaseStructure))
 	case t == affinityHead:
 		m.set(phaseAffinity, job.StageAffinity, m.start(phaseAffinity))
-	case strings.HasPrefix(t, "Failed to process "):
-		if g := failedInput.FindStringSubmatch(t); g != nil {
+	// Boltz prints these to stdout while a progress bar on stderr is drawn; tqdm starts
+	// each redraw with a carriage return and ends it with nothing, so in the merged output
+	// the message can follow a bar on the same line.
+	case strings.Contains(t, "Failed to process "):
+		if g := failedInput.FindStringSubmatch(t[strings.Index(t, "Failed to process "):]); g != nil {
 			name := strings.TrimSuffix(filepath.Base(g[1]), filepath.Ext(g[1]))
 			m.skipped[name] = g[2]
 		}
-	case strings.HasPrefix(t, oomWarning):
+	case strings.Contains(t, oomWarning):
 		m.oom[m.phase]++
 	case loopBar.MatchString(t):
 		if m.loopStart[m.phase].IsZero() {
