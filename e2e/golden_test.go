@@ -4,61 +4,19 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/json"
-	"flag"
-	"fmt"
+	goldenfile "github.com/chaperone-bio/chaperone/internal/golden"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// update rewrites the golden files with what the tests produce, for a change that is meant:
-//
-//	go test ./e2e -run Golden -update
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
-
-// golden compares got with the file testdata/golden/name, or writes it there under -update,
-// so that a change to a format we write shows in review as a diff of that file.
+// golden compares got with the file testdata/golden/name, or writes it there under -update
+// (go test ./e2e -run Golden -update).
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v; write it with: go test ./e2e -run %s -update", err, t.Name())
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from what the test produced; if the change is meant, rewrite it with: go test ./e2e -run %s -update\n%s",
-			path, t.Name(), firstDifference(string(want), string(got)))
-	}
-}
-
-// firstDifference shows the first line where two texts part.
-func firstDifference(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := range max(len(w), len(g)) {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl || i >= len(w) || i >= len(g) {
-			return fmt.Sprintf("line %d:\n  golden:   %s\n  produced: %s", i+1, wl, gl)
-		}
-	}
-	return ""
+	goldenfile.Check(t, filepath.Join("testdata", "golden", name), got)
 }
 
 // TestGoldenOpenAPI: GET /v1/openapi.json serves api/openapi.json byte for byte, so that
@@ -66,12 +24,8 @@ func firstDifference(want, got string) string {
 // a change to what it serves is a change to that file, reviewed as its diff.
 func TestGoldenOpenAPI(t *testing.T) {
 	t.Parallel()
-	want, err := os.ReadFile(filepath.Join("..", "api", "openapi.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	got := startServer(t).get("/v1/openapi.json").expect(http.StatusOK).Body
-	mustf(t, bytes.Equal(got, want), "GET /v1/openapi.json differs from api/openapi.json:\n%s", firstDifference(string(want), string(got)))
+	goldenfile.Check(t, filepath.Join("..", "api", "openapi.json"), got)
 }
 
 // TestGoldenCatalog: the catalog as GET /v1/models serves it (indented for review) and as

@@ -1,7 +1,7 @@
 package boltz
 
 import (
-	"flag"
+	"github.com/chaperone-bio/chaperone/internal/golden"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,8 +10,6 @@ import (
 
 	"github.com/chaperone-bio/chaperone/bio"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files of testdata/yaml")
 
 // TestWrittenYAMLGolden pins the Boltz input the engine writes for inputs of every
 // feature (testdata/yaml/<name>.in, alignments searched on the server): the YAML, with
@@ -40,19 +38,8 @@ func TestWrittenYAMLGolden(t *testing.T) {
 			}
 			dir, files := writeInput(t, cx)
 			got := written(t, filepath.Join(dir, name+".yaml"), files)
-			golden := strings.TrimSuffix(in, ".in") + ".golden"
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (go test -run TestWrittenYAMLGolden -update writes it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("the engine wrote\n%s\nwant (%s)\n%s", got, golden, want)
-			}
+			path := strings.TrimSuffix(in, ".in") + ".golden"
+			golden.Check(t, path, []byte(got))
 		})
 	}
 }

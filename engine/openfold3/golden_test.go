@@ -1,7 +1,7 @@
 package openfold3
 
 import (
-	"flag"
+	"github.com/chaperone-bio/chaperone/internal/golden"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files of testdata")
 
 // TestWrittenInputsGolden pins what the engine gives run_openfold for requests of every
 // feature (testdata/<name>.json, a request as the API takes it): the query JSON, runner
@@ -36,19 +34,8 @@ func TestWrittenInputsGolden(t *testing.T) {
 				t.Fatalf("%v\n%s", err, h.Log.String())
 			}
 			got := writtenInputs(t, h.workDir)
-			golden := filepath.Join("testdata", name+".golden")
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (go test -run TestWrittenInputsGolden -update writes it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("the engine wrote\n%s\nwant (%s)\n%s", got, golden, want)
-			}
+			path := filepath.Join("testdata", name+".golden")
+			golden.Check(t, path, []byte(got))
 		})
 	}
 }

@@ -2,7 +2,7 @@ package protenix
 
 import (
 	"encoding/json"
-	"flag"
+	"github.com/chaperone-bio/chaperone/internal/golden"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,8 +12,6 @@ import (
 	"github.com/chaperone-bio/chaperone/bio"
 	"github.com/chaperone-bio/chaperone/engine/toolkit/msacache"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files of testdata/json")
 
 // TestWrittenJSONGolden pins the tools' input the engine writes for inputs of every
 // feature (testdata/json/<name>.in, alignments searched on the server): the JSON entry of
@@ -46,19 +44,8 @@ func TestWrittenJSONGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := written(t, tg.entry, files)
-			golden := strings.TrimSuffix(in, ".in") + ".golden"
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (go test -run TestWrittenJSONGolden -update writes it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("the engine wrote\n%s\nwant (%s)\n%s", got, golden, want)
-			}
+			path := strings.TrimSuffix(in, ".in") + ".golden"
+			golden.Check(t, path, []byte(got))
 		})
 	}
 }
