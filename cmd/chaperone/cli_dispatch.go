@@ -37,6 +37,20 @@ func (c *command) lookup(name string) *command {
 	return nil
 }
 
+// visibleNames is "list, get or wait": the subcommands help lists.
+func (c *command) visibleNames() string {
+	var names []string
+	for _, sub := range c.subcommands {
+		if !sub.hidden {
+			names = append(names, sub.name)
+		}
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
 // An invocation is one run of a command: where its output goes, and the flags it
 // defined, which its help and its usage errors show.
 type invocation struct {
@@ -127,9 +141,12 @@ func (d dispatcher) group(path []*command, args, handedOn []string) int {
 	}
 	handedOn = slices.Concat(handedOn, flags)
 	rest := fs.Args()
-	if len(rest) == 0 {
+	switch {
+	case len(rest) == 0 && g == root:
 		writeGroupHelp(d.stderr, path)
 		return exitUsage
+	case len(rest) == 0:
+		return d.badCommandLine(path, fmt.Errorf("want %s", g.visibleNames()))
 	}
 	if rest[0] == "help" {
 		return d.help(path, rest[1:])
