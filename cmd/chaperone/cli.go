@@ -71,11 +71,12 @@ func (f *commonFlags) connect(stdout, stderr io.Writer) (*cli, error) {
 		client.WithUserAgent("chaperone-cli/" + version),
 		client.WithRetry(client.Retry{Attempts: f.retries + 1, Backoff: f.retryDelay, Patience: f.patience}),
 	}
-	if f.apiKey == "" {
-		f.apiKey = os.Getenv("CHAPERONE_API_KEY")
+	key := f.apiKey
+	if key == "" {
+		key = os.Getenv("CHAPERONE_API_KEY")
 	}
-	if f.apiKey != "" {
-		opts = append(opts, client.WithAPIKey(f.apiKey))
+	if key != "" {
+		opts = append(opts, client.WithAPIKey(key))
 	}
 	c, err := client.New(f.server, opts...)
 	if err != nil {
@@ -83,6 +84,17 @@ func (f *commonFlags) connect(stdout, stderr io.Writer) (*cli, error) {
 	}
 	tty, cols := terminal(stderr)
 	return &cli{c: c, json: f.json, stdout: stdout, stderr: stderr, isTTY: tty, columns: cols}, nil
+}
+
+// connect parses a client command's flags and its positional arguments, as many as
+// positional names, and connects to the server.
+func (inv *invocation) connect(fs *flag.FlagSet, args []string, positional ...string) (*cli, []string, error) {
+	pos, err := parseCommand(fs, args, positional...)
+	if err != nil {
+		return nil, nil, err
+	}
+	cl, err := inv.client.connect(inv.stdout, inv.stderr)
+	return cl, pos, err
 }
 
 // withInterrupt makes a client command's run function: the command runs until it is

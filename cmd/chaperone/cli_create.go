@@ -68,10 +68,7 @@ func create(ctx context.Context, inv *invocation, args []string) error {
 		fs.StringVar(&pool, "pool", "", "pooling: mean, max or cls")
 		fs.StringVar(&format, "format", "", "file format: npz or parquet")
 	}
-	if _, err := parseCommand(fs, args); err != nil {
-		return err
-	}
-	cl, err := inv.client.connect(inv.stdout, inv.stderr)
+	cl, _, err := inv.connect(fs, args)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"strconv"
 	"strings"
@@ -12,26 +11,12 @@ import (
 	"github.com/chaperone-bio/chaperone/client"
 )
 
-// connectForJob parses the flags of a jobs subcommand and its one argument, the job's
-// id, and connects to the server.
-func (inv *invocation) connectForJob(fs *flag.FlagSet, args []string) (*cli, string, error) {
-	pos, err := parseCommand(fs, args, "ID")
-	if err != nil {
-		return nil, "", err
-	}
-	cl, err := inv.client.connect(inv.stdout, inv.stderr)
-	return cl, pos[0], err
-}
-
 func jobsList(ctx context.Context, inv *invocation, args []string) error {
 	fs := inv.clientFlagSet()
 	limit := fs.Int("limit", 20, "jobs per page (1 to 100)")
 	cursor := fs.String("cursor", "", "the page after the one that printed this cursor")
 	all := fs.Bool("all", false, "list every job, all pages")
-	if _, err := parseCommand(fs, args); err != nil {
-		return err
-	}
-	cl, err := inv.client.connect(inv.stdout, inv.stderr)
+	cl, _, err := inv.connect(fs, args)
 	if err != nil {
 		return err
 	}
@@ -39,11 +24,11 @@ func jobsList(ctx context.Context, inv *invocation, args []string) error {
 }
 
 func jobsGet(ctx context.Context, inv *invocation, args []string) error {
-	cl, id, err := inv.connectForJob(inv.clientFlagSet(), args)
+	cl, pos, err := inv.connect(inv.clientFlagSet(), args, "ID")
 	if err != nil {
 		return err
 	}
-	j, err := cl.c.GetJob(ctx, id)
+	j, err := cl.c.GetJob(ctx, pos[0])
 	if err != nil {
 		return err
 	}
@@ -53,19 +38,19 @@ func jobsGet(ctx context.Context, inv *invocation, args []string) error {
 func jobsWait(ctx context.Context, inv *invocation, args []string) error {
 	fs := inv.clientFlagSet()
 	out := fs.String("out", "", "when the job succeeds, save everything it produced into `DIR`")
-	cl, id, err := inv.connectForJob(fs, args)
+	cl, pos, err := inv.connect(fs, args, "ID")
 	if err != nil {
 		return err
 	}
-	return cl.waitAndSave(ctx, id, *out)
+	return cl.waitAndSave(ctx, pos[0], *out)
 }
 
 func jobsCancel(ctx context.Context, inv *invocation, args []string) error {
-	cl, id, err := inv.connectForJob(inv.clientFlagSet(), args)
+	cl, pos, err := inv.connect(inv.clientFlagSet(), args, "ID")
 	if err != nil {
 		return err
 	}
-	j, err := cl.c.CancelJob(ctx, id)
+	j, err := cl.c.CancelJob(ctx, pos[0])
 	if err != nil {
 		return err
 	}
@@ -77,10 +62,11 @@ func jobsCancel(ctx context.Context, inv *invocation, args []string) error {
 }
 
 func jobsDelete(ctx context.Context, inv *invocation, args []string) error {
-	cl, id, err := inv.connectForJob(inv.clientFlagSet(), args)
+	cl, pos, err := inv.connect(inv.clientFlagSet(), args, "ID")
 	if err != nil {
 		return err
 	}
+	id := pos[0]
 	if err := cl.c.DeleteJob(ctx, id); err != nil {
 		return err
 	}
@@ -92,20 +78,21 @@ func jobsDelete(ctx context.Context, inv *invocation, args []string) error {
 }
 
 func jobsResults(ctx context.Context, inv *invocation, args []string) error {
-	cl, id, err := inv.connectForJob(inv.clientFlagSet(), args)
+	cl, pos, err := inv.connect(inv.clientFlagSet(), args, "ID")
 	if err != nil {
 		return err
 	}
-	return cl.results(ctx, id)
+	return cl.results(ctx, pos[0])
 }
 
 func jobsLogs(ctx context.Context, inv *invocation, args []string) error {
 	fs := inv.clientFlagSet()
 	follow := fs.Bool("follow", false, "keep printing new output until the job ends; exit 1 if it fails")
-	cl, id, err := inv.connectForJob(fs, args)
+	cl, pos, err := inv.connect(fs, args, "ID")
 	if err != nil {
 		return err
 	}
+	id := pos[0]
 	if *follow {
 		j, err := cl.c.FollowLogs(ctx, id, cl.stdout)
 		if err != nil {
@@ -130,10 +117,11 @@ func jobsDownload(ctx context.Context, inv *invocation, args []string) error {
 		selected = append(selected, v)
 		return nil
 	})
-	cl, id, err := inv.connectForJob(fs, args)
+	cl, pos, err := inv.connect(fs, args, "ID")
 	if err != nil {
 		return err
 	}
+	id := pos[0]
 	if *out == "" {
 		*out = id
 	}
@@ -143,10 +131,7 @@ func jobsDownload(ctx context.Context, inv *invocation, args []string) error {
 // models runs "chaperone models": what the server offers and whether it can run it now.
 func models(ctx context.Context, inv *invocation, args []string) error {
 	fs := inv.clientFlagSet()
-	if _, err := parseCommand(fs, args); err != nil {
-		return err
-	}
-	cl, err := inv.client.connect(inv.stdout, inv.stderr)
+	cl, _, err := inv.connect(fs, args)
 	if err != nil {
 		return err
 	}

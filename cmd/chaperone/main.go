@@ -50,7 +50,7 @@ var root = &command{
 			{name: "get", summary: "show a job", args: "ID [flags]", run: withInterrupt(jobsGet)},
 			{name: "wait", summary: "wait for a job to end, showing its progress; exit 1 if it fails", args: "ID [--out DIR] [flags]", run: withInterrupt(jobsWait)},
 			{name: "cancel", summary: "cancel a job", args: "ID [flags]", run: withInterrupt(jobsCancel)},
-			{name: "delete", summary: "delete a job that has ended, and its files", args: "ID [flags]", run: withInterrupt(jobsDelete)},
+			{name: "delete", summary: "delete a job and its files; a running job is stopped", args: "ID [flags]", run: withInterrupt(jobsDelete)},
 			{name: "results", summary: "show a job's results: rows, designs or embeddings, and its artifacts", args: "ID [flags]", run: withInterrupt(jobsResults)},
 			{name: "logs", summary: "print a job's log", args: "ID [--follow] [flags]", run: withInterrupt(jobsLogs)},
 			{name: "download", summary: "save a job's files", args: "ID [--out DIR] [--zip] [--artifact PATH]... [flags]", run: withInterrupt(jobsDownload)},
