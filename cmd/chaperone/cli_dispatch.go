@@ -278,10 +278,10 @@ func hasFlags(fs *flag.FlagSet) bool {
 }
 
 // clientNotes close the help of the client commands.
-const clientNotes = `Client commands (predict, design, embed, jobs, models) talk to a chaperone server:
---server or CHAPERONE_URL, --api-key or CHAPERONE_API_KEY, --json to print the API's own
-objects. These flags may also come before the command (chaperone --server URL jobs list);
-a flag given in both places takes the later value.
+const clientNotes = `The client commands (predict, design, embed, jobs, models) talk to a chaperone
+server: --server or CHAPERONE_URL, --api-key or CHAPERONE_API_KEY, --json to print the
+API's own objects. These flags may also come before the command (chaperone --server URL
+jobs list); a flag given in both places takes the later value.
 
 Exit codes of the client: 0 success; 1 the job failed or was canceled (or another
 error); 2 usage, or input rejected (400, 409, 413, 422); 3 authentication (401);

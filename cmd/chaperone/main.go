@@ -294,6 +294,17 @@ func (f keysFlags) open(ctx context.Context) (store.Store, error) {
 	return app.OpenStoreAt(ctx, app.Locations{DataDir: *f.data, Store: *f.store})
 }
 
+// parseAndOpen parses a keys subcommand's flags and its positional arguments, as many as
+// positional names, and opens the server's store.
+func (f keysFlags) parseAndOpen(ctx context.Context, fs *flag.FlagSet, args []string, positional ...string) (store.Store, []string, error) {
+	pos, err := parseCommand(fs, args, positional...)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := f.open(ctx)
+	return st, pos, err
+}
+
 func keysCreate(inv *invocation, args []string) error {
 	fs := inv.flagSet()
 	loc := newKeysFlags(fs)
@@ -328,11 +339,8 @@ func keysCreate(inv *invocation, args []string) error {
 func keysList(inv *invocation, args []string) error {
 	fs := inv.flagSet()
 	loc := newKeysFlags(fs)
-	if _, err := parseCommand(fs, args); err != nil {
-		return err
-	}
 	ctx := context.Background()
-	st, err := loc.open(ctx)
+	st, _, err := loc.parseAndOpen(ctx, fs, args)
 	if err != nil {
 		return err
 	}
@@ -360,12 +368,8 @@ func keysList(inv *invocation, args []string) error {
 func keysRevoke(inv *invocation, args []string) error {
 	fs := inv.flagSet()
 	loc := newKeysFlags(fs)
-	pos, err := parseCommand(fs, args, "ID|NAME")
-	if err != nil {
-		return err
-	}
 	ctx := context.Background()
-	st, err := loc.open(ctx)
+	st, pos, err := loc.parseAndOpen(ctx, fs, args, "ID|NAME")
 	if err != nil {
 		return err
 	}
