@@ -96,7 +96,7 @@ func commandName(path []*command) string {
 
 // fullName is "chaperone jobs list".
 func fullName(path []*command) string {
-	return strings.TrimSpace(root.name + " " + commandName(path[1:]))
+	return strings.TrimSpace(path[0].name + " " + commandName(path[1:]))
 }
 
 func usageLine(path []*command) string {
@@ -121,7 +121,8 @@ func (d dispatcher) group(path []*command, args, handedOn []string) int {
 	fs := quietFlagSet(fullName(path))
 	new(commonFlags).register(fs)
 	var showVersion bool
-	if g == root {
+	atRoot := len(path) == 1
+	if atRoot {
 		fs.BoolVar(&showVersion, "version", false, "print the version")
 	}
 	err := fs.Parse(args)
@@ -142,7 +143,7 @@ func (d dispatcher) group(path []*command, args, handedOn []string) int {
 	handedOn = slices.Concat(handedOn, flags)
 	rest := fs.Args()
 	switch {
-	case len(rest) == 0 && g == root:
+	case len(rest) == 0 && atRoot:
 		writeGroupHelp(d.stderr, path)
 		return exitUsage
 	case len(rest) == 0:
@@ -260,8 +261,8 @@ func writeGroupHelp(w io.Writer, path []*command) {
 	list("", g)
 	fmt.Fprintf(tw, "  help\tshow the help of a command: %s help <command>\n", fullName(path))
 	tw.Flush()
-	if g == root {
-		fs := quietFlagSet(root.name)
+	if len(path) == 1 {
+		fs := quietFlagSet(g.name)
 		new(commonFlags).register(fs)
 		fmt.Fprint(w, "\nFlags before the command (the client flags may also come after it):\n")
 		fs.SetOutput(w)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -63,11 +64,16 @@ func TestHelpListsEveryCommandButHiddenOnes(t *testing.T) {
 			_, err := parseCommand(inv.flagSet(), args)
 			return err
 		}}
-	root.subcommands = append(root.subcommands, hidden)
-	t.Cleanup(func() { root.subcommands = root.subcommands[:len(root.subcommands)-1] })
+	table := *root
+	table.subcommands = append(slices.Clip(root.subcommands), hidden)
+	runTable := func(args ...string) (code int, stdout, stderr string) {
+		var out, errOut bytes.Buffer
+		d := dispatcher{stdout: &out, stderr: &errOut}
+		return d.group([]*command{&table}, args, nil), out.String(), errOut.String()
+	}
 
-	_, top, _ := chaperone(t, "help")
-	commandPaths(root, nil, func(names []string, c *command) {
+	_, top, _ := runTable("help")
+	commandPaths(&table, nil, func(names []string, c *command) {
 		if c.run == nil || len(names) == 0 {
 			return
 		}
@@ -79,8 +85,11 @@ func TestHelpListsEveryCommandButHiddenOnes(t *testing.T) {
 			t.Errorf("chaperone help does not list %v:\n%s", names, top)
 		}
 	})
-	if code, _, stderr := chaperone(t, "internal-step"); code != 0 {
+	if code, _, stderr := runTable("internal-step"); code != 0 {
 		t.Errorf("a hidden command does not run: exit %d, %s", code, stderr)
+	}
+	if code, help, _ := runTable("internal-step", "--help"); code != 0 || !strings.Contains(help, hidden.summary) {
+		t.Errorf("a hidden command does not answer --help: exit %d, %s", code, help)
 	}
 }
 
