@@ -52,7 +52,9 @@ type commonFlags struct {
 
 func (f *commonFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.server, "server", env("CHAPERONE_URL", client.DefaultURL), "address of the chaperone server (CHAPERONE_URL)")
-	fs.StringVar(&f.apiKey, "api-key", env("CHAPERONE_API_KEY", ""), "API key; jobs then belong to the key (CHAPERONE_API_KEY)")
+	// The key is read from the environment after parsing, so that help never shows it as
+	// the default.
+	fs.StringVar(&f.apiKey, "api-key", "", "API key; jobs then belong to the key (CHAPERONE_API_KEY)")
 	fs.BoolVar(&f.json, "json", false, "print JSON (the API's own objects) instead of tables")
 	fs.IntVar(&f.retries, "retries", envInt("CHAPERONE_RETRIES", 4), "retries of a call after 429, 502-504 or a failed connection (CHAPERONE_RETRIES)")
 	fs.DurationVar(&f.retryDelay, "retry-delay", envDuration("CHAPERONE_RETRY_DELAY", 500*time.Millisecond),
@@ -69,8 +71,12 @@ func (f *commonFlags) connect(stdout, stderr io.Writer) (*cli, error) {
 		client.WithUserAgent("chaperone-cli/" + version),
 		client.WithRetry(client.Retry{Attempts: f.retries + 1, Backoff: f.retryDelay, Patience: f.patience}),
 	}
-	if f.apiKey != "" {
-		opts = append(opts, client.WithAPIKey(f.apiKey))
+	key := f.apiKey
+	if key == "" {
+		key = os.Getenv("CHAPERONE_API_KEY")
+	}
+	if key != "" {
+		opts = append(opts, client.WithAPIKey(key))
 	}
 	c, err := client.New(f.server, opts...)
 	if err != nil {
@@ -80,23 +86,25 @@ func (f *commonFlags) connect(stdout, stderr io.Writer) (*cli, error) {
 	return &cli{c: c, json: f.json, stdout: stdout, stderr: stderr, isTTY: tty, columns: cols}, nil
 }
 
-// clientCommand runs one of the commands that talk to a server and returns its exit code.
-func clientCommand(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	var (
-		err      error
-		jsonMode bool
-	)
-	switch args[0] {
-	case "predict", "design", "embed":
-		jsonMode, err = create(ctx, args[0], args[1:], stdout, stderr)
-	case "jobs":
-		jsonMode, err = jobs(ctx, args[1:], stdout, stderr)
-	case "models":
-		jsonMode, err = models(ctx, args[1:], stdout, stderr)
+// connect parses a client command's flags and its positional arguments, as many as
+// positional names, and connects to the server.
+func (inv *invocation) connect(fs *flag.FlagSet, args []string, positional ...string) (*cli, []string, error) {
+	pos, err := parseCommand(fs, args, positional...)
+	if err != nil {
+		return nil, nil, err
 	}
-	return report(err, jsonMode, stderr)
+	cl, err := inv.client.connect(inv.stdout, inv.stderr)
+	return cl, pos, err
+}
+
+// withInterrupt makes a client command's run function: the command runs until it is
+// done or interrupted (exit 130).
+func withInterrupt(run func(ctx context.Context, inv *invocation, args []string) error) func(*invocation, []string) error {
+	return func(inv *invocation, args []string) error {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return run(ctx, inv, args)
+	}
 }
 
 // jobEnded is a job that failed or was canceled: exit 1.
@@ -139,11 +147,11 @@ func report(err error, jsonMode bool, stderr io.Writer) int {
 
 func exitCode(err error) int {
 	var (
-		usage usageError
-		conn  *client.ConnectionError
+		conn     *client.ConnectionError
+		notReady resultsNotReady
 	)
 	switch {
-	case errors.As(err, &usage):
+	case isUsage(err), errors.As(err, &notReady):
 		return exitUsage
 	case errors.Is(err, context.Canceled):
 		return exitInterrupted
@@ -184,13 +192,6 @@ func parseCommand(fs *flag.FlagSet, args []string, positional ...string) ([]stri
 		return nil, usageError{fmt.Errorf("%s: want %s, got %q", fs.Name(), want, pos)}
 	}
 	return pos, nil
-}
-
-func newFlagSet(name string, stderr io.Writer, common *commonFlags) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	common.register(fs)
-	return fs
 }
 
 // printJSON writes v as indented JSON.

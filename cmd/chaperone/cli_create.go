@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"path/filepath"
 	"strings"
 
@@ -32,11 +31,11 @@ func (f *createFlags) register(fs *flag.FlagSet) {
 }
 
 // create submits a prediction, design or embedding, then optionally waits and downloads.
-func create(ctx context.Context, kind string, args []string, stdout, stderr io.Writer) (jsonMode bool, err error) {
+func create(ctx context.Context, inv *invocation, args []string) error {
+	kind := inv.path[len(inv.path)-1].name
 	var (
-		common commonFlags
-		cf     createFlags
-		model  string
+		cf    createFlags
+		model string
 		// predict
 		sequence, input string
 		targets         []string
@@ -45,7 +44,7 @@ func create(ctx context.Context, kind string, args []string, stdout, stderr io.W
 		// embed
 		pool, format string
 	)
-	fs := newFlagSet(kind, stderr, &common)
+	fs := inv.clientFlagSet()
 	cf.register(fs)
 	switch kind {
 	case "predict":
@@ -69,12 +68,9 @@ func create(ctx context.Context, kind string, args []string, stdout, stderr io.W
 		fs.StringVar(&pool, "pool", "", "pooling: mean, max or cls")
 		fs.StringVar(&format, "format", "", "file format: npz or parquet")
 	}
-	if _, err := parseCommand(fs, args); err != nil {
-		return common.json, err
-	}
-	cl, err := common.connect(stdout, stderr)
+	cl, _, err := inv.connect(fs, args)
 	if err != nil {
-		return common.json, err
+		return err
 	}
 	opts := &client.CreateOptions{IdempotencyKey: cf.idemKey}
 	if pool != "" {
@@ -93,17 +89,17 @@ func create(ctx context.Context, kind string, args []string, stdout, stderr io.W
 	case "predict":
 		req := &client.PredictRequest{Model: model, Name: cf.name, Sequence: sequence, Params: params}
 		if err := oneOf("give one of --sequence, --input and --target", sequence != "", input != "", len(targets) > 0); err != nil {
-			return common.json, err
+			return err
 		}
 		if input != "" {
 			if req.Input, err = readInput("input", input); err != nil {
-				return common.json, err
+				return err
 			}
 		}
 		for _, path := range targets {
 			content, err := readInput("target", path)
 			if err != nil {
-				return common.json, err
+				return err
 			}
 			name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 			req.Targets = append(req.Targets, client.Target{Name: name, Content: content})
@@ -113,43 +109,43 @@ func create(ctx context.Context, kind string, args []string, stdout, stderr io.W
 		req := &client.DesignRequest{Protocol: protocol, Model: model, Name: cf.name, Contig: contig, Params: params}
 		switch {
 		case protocol == "":
-			return common.json, usageError{errors.New("design: --protocol is required")}
+			return usageError{errors.New("design: --protocol is required")}
 		case spec == "" && structure == "":
-			return common.json, usageError{errors.New("design: give --spec (BoltzGen protocols) or --structure with --contig (rfd3 protocols)")}
+			return usageError{errors.New("design: give --spec (BoltzGen protocols) or --structure with --contig (rfd3 protocols)")}
 		}
 		if spec != "" {
 			if req.Spec, err = readInput("spec", spec); err != nil {
-				return common.json, err
+				return err
 			}
 		}
 		if structure != "" {
 			if req.Structure, err = readInput("structure", structure); err != nil {
-				return common.json, err
+				return err
 			}
 		}
 		j, err = cl.c.CreateDesign(ctx, req, opts)
 	case "embed":
 		if err := oneOf("give one of --sequence and --input", sequence != "", input != ""); err != nil {
-			return common.json, err
+			return err
 		}
 		req := &client.EmbedRequest{Model: model, Name: cf.name, Sequence: sequence, Params: params}
 		if input != "" {
 			if req.Input, err = readInput("input", input); err != nil {
-				return common.json, err
+				return err
 			}
 		}
 		j, err = cl.c.CreateEmbedding(ctx, req, opts)
 	}
 	if err != nil {
-		return common.json, err
+		return err
 	}
 	if !cf.wait && cf.out == "" {
-		return common.json, cl.showJob(j)
+		return cl.showJob(j)
 	}
 	if !cl.json {
-		fmt.Fprintf(stderr, "created job %s\n", j.ID)
+		fmt.Fprintf(cl.stderr, "created job %s\n", j.ID)
 	}
-	return common.json, cl.waitAndSave(ctx, j.ID, cf.out)
+	return cl.waitAndSave(ctx, j.ID, cf.out)
 }
 
 // oneOf is a usage error unless exactly one of given is true.

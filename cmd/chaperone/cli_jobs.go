@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -13,132 +11,138 @@ import (
 	"github.com/chaperone-bio/chaperone/client"
 )
 
-const jobsUsage = "jobs: want list, get, wait, cancel, delete, results, logs or download"
+func jobsList(ctx context.Context, inv *invocation, args []string) error {
+	fs := inv.clientFlagSet()
+	limit := fs.Int("limit", 20, "jobs per page (1 to 100)")
+	cursor := fs.String("cursor", "", "the page after the one that printed this cursor")
+	all := fs.Bool("all", false, "list every job, all pages")
+	cl, _, err := inv.connect(fs, args)
+	if err != nil {
+		return err
+	}
+	return cl.list(ctx, *limit, *cursor, *all)
+}
 
-// jobs runs "chaperone jobs <subcommand>".
-func jobs(ctx context.Context, args []string, stdout, stderr io.Writer) (jsonMode bool, err error) {
-	if len(args) == 0 {
-		return false, usageError{errors.New(jobsUsage)}
-	}
-	sub, args := args[0], args[1:]
-	var common commonFlags
-	fs := newFlagSet("jobs "+sub, stderr, &common)
-	var (
-		limit    int
-		cursor   string
-		all      bool
-		follow   bool
-		out      string
-		zipOnly  bool
-		selected []string
-	)
-	positional := []string{"ID"}
-	switch sub {
-	case "list":
-		positional = nil
-		fs.IntVar(&limit, "limit", 20, "jobs per page (1 to 100)")
-		fs.StringVar(&cursor, "cursor", "", "the page after the one that printed this cursor")
-		fs.BoolVar(&all, "all", false, "list every job, all pages")
-	case "get", "cancel", "delete", "results":
-	case "wait":
-		fs.StringVar(&out, "out", "", "when the job succeeds, save everything it produced into `DIR`")
-	case "logs":
-		fs.BoolVar(&follow, "follow", false, "keep printing new output until the job ends; exit 1 if it fails")
-	case "download":
-		fs.StringVar(&out, "out", "", "folder to save into (default ./<job id>)")
-		fs.BoolVar(&zipOnly, "zip", false, "keep the archive as <job id>.zip instead of unpacking it")
-		fs.Func("artifact", "download only this artifact `PATH` (as the results list it); repeatable", func(v string) error {
-			selected = append(selected, v)
-			return nil
-		})
-	default:
-		return false, usageError{fmt.Errorf("%s; got %q", jobsUsage, sub)}
-	}
-	pos, err := parseCommand(fs, args, positional...)
+func jobsGet(ctx context.Context, inv *invocation, args []string) error {
+	cl, pos, err := inv.connect(inv.clientFlagSet(), args, "ID")
 	if err != nil {
-		return common.json, err
+		return err
 	}
-	cl, err := common.connect(stdout, stderr)
+	j, err := cl.c.GetJob(ctx, pos[0])
 	if err != nil {
-		return common.json, err
+		return err
 	}
-	var id string
-	if len(pos) == 1 {
-		id = pos[0]
+	return cl.showJob(j)
+}
+
+func jobsWait(ctx context.Context, inv *invocation, args []string) error {
+	fs := inv.clientFlagSet()
+	out := fs.String("out", "", "when the job succeeds, save everything it produced into `DIR`")
+	cl, pos, err := inv.connect(fs, args, "ID")
+	if err != nil {
+		return err
 	}
-	switch sub {
-	case "list":
-		return common.json, cl.list(ctx, limit, cursor, all)
-	case "get":
-		j, err := cl.c.GetJob(ctx, id)
-		if err != nil {
-			return common.json, err
-		}
-		return common.json, cl.showJob(j)
-	case "wait":
-		return common.json, cl.waitAndSave(ctx, id, out)
-	case "cancel":
-		j, err := cl.c.CancelJob(ctx, id)
-		if err != nil {
-			return common.json, err
-		}
-		if cl.json {
-			return true, cl.printJSON(j)
-		}
-		fmt.Fprintf(stdout, "canceled %s\n", j.ID)
-		return false, nil
-	case "delete":
-		if err := cl.c.DeleteJob(ctx, id); err != nil {
-			return common.json, err
-		}
-		if cl.json {
-			return true, cl.printJSON(map[string]any{"object": "job", "id": id, "deleted": true})
-		}
-		fmt.Fprintf(stdout, "deleted %s\n", id)
-		return false, nil
-	case "results":
-		return common.json, cl.results(ctx, id)
-	case "logs":
-		if follow {
-			j, err := cl.c.FollowLogs(ctx, id, stdout)
-			if err != nil {
-				return common.json, err
-			}
-			return common.json, outcome(j)
-		}
-		b, err := cl.c.Logs(ctx, id)
-		if err != nil {
-			return common.json, err
-		}
-		_, err = stdout.Write(b)
-		return common.json, err
-	default: // download
-		if out == "" {
-			out = id
-		}
-		return common.json, cl.download(ctx, id, out, zipOnly, selected)
+	return cl.waitAndSave(ctx, pos[0], *out)
+}
+
+func jobsCancel(ctx context.Context, inv *invocation, args []string) error {
+	cl, pos, err := inv.connect(inv.clientFlagSet(), args, "ID")
+	if err != nil {
+		return err
 	}
+	j, err := cl.c.CancelJob(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	if cl.json {
+		return cl.printJSON(j)
+	}
+	fmt.Fprintf(cl.stdout, "canceled %s\n", j.ID)
+	return nil
+}
+
+func jobsDelete(ctx context.Context, inv *invocation, args []string) error {
+	cl, pos, err := inv.connect(inv.clientFlagSet(), args, "ID")
+	if err != nil {
+		return err
+	}
+	id := pos[0]
+	if err := cl.c.DeleteJob(ctx, id); err != nil {
+		return err
+	}
+	if cl.json {
+		return cl.printJSON(map[string]any{"object": "job", "id": id, "deleted": true})
+	}
+	fmt.Fprintf(cl.stdout, "deleted %s\n", id)
+	return nil
+}
+
+func jobsResults(ctx context.Context, inv *invocation, args []string) error {
+	cl, pos, err := inv.connect(inv.clientFlagSet(), args, "ID")
+	if err != nil {
+		return err
+	}
+	return cl.results(ctx, pos[0])
+}
+
+func jobsLogs(ctx context.Context, inv *invocation, args []string) error {
+	fs := inv.clientFlagSet()
+	follow := fs.Bool("follow", false, "keep printing new output until the job ends; exit 1 if it fails")
+	cl, pos, err := inv.connect(fs, args, "ID")
+	if err != nil {
+		return err
+	}
+	id := pos[0]
+	if *follow {
+		j, err := cl.c.FollowLogs(ctx, id, cl.stdout)
+		if err != nil {
+			return err
+		}
+		return outcome(j)
+	}
+	b, err := cl.c.Logs(ctx, id)
+	if err != nil {
+		return err
+	}
+	_, err = cl.stdout.Write(b)
+	return err
+}
+
+func jobsDownload(ctx context.Context, inv *invocation, args []string) error {
+	fs := inv.clientFlagSet()
+	out := fs.String("out", "", "folder to save into (default ./<job id>)")
+	zipOnly := fs.Bool("zip", false, "keep the archive as <job id>.zip instead of unpacking it")
+	var selected []string
+	fs.Func("artifact", "download only this artifact `PATH` (as the results list it); repeatable", func(v string) error {
+		selected = append(selected, v)
+		return nil
+	})
+	cl, pos, err := inv.connect(fs, args, "ID")
+	if err != nil {
+		return err
+	}
+	id := pos[0]
+	if *out == "" {
+		*out = id
+	}
+	return cl.download(ctx, id, *out, *zipOnly, selected)
 }
 
 // models runs "chaperone models": what the server offers and whether it can run it now.
-func models(ctx context.Context, args []string, stdout, stderr io.Writer) (jsonMode bool, err error) {
-	var common commonFlags
-	fs := newFlagSet("models", stderr, &common)
-	if _, err := parseCommand(fs, args); err != nil {
-		return common.json, err
-	}
-	cl, err := common.connect(stdout, stderr)
+func models(ctx context.Context, inv *invocation, args []string) error {
+	fs := inv.clientFlagSet()
+	cl, _, err := inv.connect(fs, args)
 	if err != nil {
-		return common.json, err
+		return err
 	}
 	cat, err := cl.c.Models(ctx)
 	if err != nil {
-		return common.json, err
+		return err
 	}
 	if cl.json {
-		return true, cl.printJSON(cat)
+		return cl.printJSON(cat)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(cl.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "MODEL\tKIND\tAVAILABLE\tMAX RESIDUES\tNAME")
 	for _, m := range cat.Models {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", m.ID, m.Kind, yesNo(m.Available), m.MaxResidues, m.Name)
@@ -147,7 +151,7 @@ func models(ctx context.Context, args []string, stdout, stderr io.Writer) (jsonM
 	for _, p := range cat.Protocols {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t\t\n", p.ID, p.Model, strings.Join(p.Requires, ", "))
 	}
-	return false, tw.Flush()
+	return tw.Flush()
 }
 
 func yesNo(b bool) string {
@@ -331,7 +335,7 @@ func (cl *cli) download(ctx context.Context, id, out string, zipOnly bool, selec
 		return err
 	}
 	if !j.ResultsReady {
-		return usageError{fmt.Errorf("job %s is %s; its results are not ready (chaperone jobs wait %s --out %s)", id, j.Status, id, out)}
+		return resultsNotReady{j, out}
 	}
 	switch {
 	case len(selected) > 0:
@@ -348,4 +352,15 @@ func (cl *cli) download(ctx context.Context, id, out string, zipOnly bool, selec
 		return err
 	}
 	return cl.printJSON(j)
+}
+
+// resultsNotReady is a download of a job whose results are not ready yet: exit 2, as
+// the server's 409 for it would be.
+type resultsNotReady struct {
+	j   *client.Job
+	out string
+}
+
+func (e resultsNotReady) Error() string {
+	return fmt.Sprintf("job %s is %s; its results are not ready (chaperone jobs wait %s --out %s)", e.j.ID, e.j.Status, e.j.ID, e.out)
 }

@@ -1,12 +1,6 @@
 // Command chaperone is the chaperone server, its administration commands, and the
-// command-line client of the API:
-//
-//	chaperone serve               the API and an in-process worker
-//	chaperone keys create|list|revoke
-//	chaperone predict|design|embed   submit a job; --wait, --out DIR
-//	chaperone jobs list|get|wait|cancel|delete|results|logs|download
-//	chaperone models
-//	chaperone version
+// command-line client of the API. Its commands are the table below; "chaperone help"
+// lists them.
 package main
 
 import (
@@ -14,7 +8,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/netip"
 	"os"
@@ -30,82 +23,63 @@ import (
 	"github.com/chaperone-bio/chaperone/app"
 	"github.com/chaperone-bio/chaperone/catalog"
 	"github.com/chaperone-bio/chaperone/engine"
+	"github.com/chaperone-bio/chaperone/store"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-const usage = `chaperone: a self-hostable server for biomolecular machine learning.
-
-Usage:
-  chaperone serve [flags]             run the API and an in-process worker
-  chaperone worker --server URL       run jobs of a server on this machine (a GPU node)
-  chaperone keys create --name NAME   issue an API key (printed once); --worker: a worker token
-  chaperone keys list                 list keys (never the keys themselves)
-  chaperone keys revoke ID|NAME       revoke a key
-  chaperone version
-
-Client of a chaperone server (--server or CHAPERONE_URL, default http://127.0.0.1:8080;
---api-key or CHAPERONE_API_KEY; --json for JSON output):
-  chaperone predict --sequence S | --input FILE | --target FILE...  [--model M] [--param K=V]... [--wait] [--out DIR]
-  chaperone design --protocol P --spec FILE | --structure FILE --contig C  [--param K=V]... [--wait] [--out DIR]
-  chaperone embed --sequence S | --input FASTA  [--model M] [--pool P] [--format F] [--wait] [--out DIR]
-  chaperone jobs list [--limit N] [--cursor C] [--all]
-  chaperone jobs get|wait|cancel|delete|results ID
-  chaperone jobs logs ID [--follow]
-  chaperone jobs download ID [--out DIR] [--zip] [--artifact PATH]...
-  chaperone models                    models, protocols and whether a worker can run them
-
-Exit codes of the client: 0 success; 1 the job failed or was canceled (or another
-error); 2 usage, or input rejected (400, 409, 413, 422); 3 authentication (401);
-4 not found (404); 5 rate-limited after retries (429); 6 server unreachable or
-unavailable (503).
-
-Run "chaperone serve -h" or "chaperone jobs list -h" (any command) for its flags.
-`
+// root is the command table: every command, in the order help lists them.
+var root = &command{
+	name:    "chaperone",
+	summary: "a self-hostable server for biomolecular machine learning",
+	args:    "<command> [arguments] [flags]",
+	subcommands: []*command{
+		{name: "serve", summary: "run the API and an in-process worker", args: "[flags]", run: serve},
+		{name: "worker", summary: "run jobs of a server on this machine (a GPU node)", args: "--server URL --token T [flags]", run: runWorker},
+		{name: "keys", summary: "issue, list and revoke API keys and worker tokens, on the server's machine", args: "<command> [arguments] [flags]", subcommands: []*command{
+			{name: "create", summary: "issue an API key (printed once); --worker: a worker token", args: "--name NAME [--worker] [flags]", run: keysCreate},
+			{name: "list", summary: "list keys (never the keys themselves)", args: "[flags]", run: keysList},
+			{name: "revoke", summary: "revoke a key", args: "ID|NAME [flags]", run: keysRevoke},
+		}},
+		{name: "predict", summary: "submit a structure prediction", args: "--sequence S | --input FILE | --target FILE...  [--model M] [--param K=V]... [--wait] [--out DIR] [flags]", run: withInterrupt(create)},
+		{name: "design", summary: "submit a design", args: "--protocol P --spec FILE | --structure FILE --contig C  [--param K=V]... [--wait] [--out DIR] [flags]", run: withInterrupt(create)},
+		{name: "embed", summary: "submit an embedding of sequences", args: "--sequence S | --input FASTA  [--model M] [--pool P] [--format F] [--wait] [--out DIR] [flags]", run: withInterrupt(create)},
+		{name: "jobs", summary: "follow, cancel, delete and download your jobs", args: "<command> [arguments] [flags]", subcommands: []*command{
+			{name: "list", summary: "list your jobs, newest first", args: "[--limit N] [--cursor C] [--all] [flags]", run: withInterrupt(jobsList)},
+			{name: "get", summary: "show a job", args: "ID [flags]", run: withInterrupt(jobsGet)},
+			{name: "wait", summary: "wait for a job to end, showing its progress; exit 1 if it fails", args: "ID [--out DIR] [flags]", run: withInterrupt(jobsWait)},
+			{name: "cancel", summary: "cancel a job", args: "ID [flags]", run: withInterrupt(jobsCancel)},
+			{name: "delete", summary: "delete a job and its files; a running job is stopped", args: "ID [flags]", run: withInterrupt(jobsDelete)},
+			{name: "results", summary: "show a job's results: rows, designs or embeddings, and its artifacts", args: "ID [flags]", run: withInterrupt(jobsResults)},
+			{name: "logs", summary: "print a job's log", args: "ID [--follow] [flags]", run: withInterrupt(jobsLogs)},
+			{name: "download", summary: "save a job's files", args: "ID [--out DIR] [--zip] [--artifact PATH]... [flags]", run: withInterrupt(jobsDownload)},
+		}},
+		{name: "models", summary: "models, protocols and whether a worker can run them", args: "[flags]", run: withInterrupt(models)},
+		{name: "version", summary: "print the version (also: chaperone --version)", run: printVersion},
+	},
+}
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2
+func printVersion(inv *invocation, args []string) error {
+	if _, err := parseCommand(inv.flagSet(), args); err != nil {
+		return err
 	}
-	var err error
-	switch args[0] {
-	case "serve":
-		err = serve(args[1:], stderr)
-	case "keys":
-		err = keys(args[1:], stdout, stderr)
-	case "worker":
-		err = runWorker(args[1:], stderr)
-	case "predict", "design", "embed", "jobs", "models":
-		return clientCommand(args, stdout, stderr)
-	case "version":
-		fmt.Fprintln(stdout, version)
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, usage)
-	default:
-		fmt.Fprintf(stderr, "chaperone: unknown command %q\n\n%s", args[0], usage)
-		return 2
-	}
-	var usageErr usageError
-	switch {
-	case errors.As(err, &usageErr):
-		fmt.Fprintf(stderr, "chaperone: %s\n", err)
-		return 2
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case err != nil:
-		fmt.Fprintf(stderr, "chaperone: %s\n", err)
-		return 1
-	}
-	return 0
+	_, err := fmt.Fprintln(inv.stdout, version)
+	return err
 }
 
+// usageError is a command line that cannot run as it is: a flag or argument wrong or
+// missing, or a file it names unreadable. Exit 2, and the command's usage is shown.
 type usageError struct{ error }
+
+func isUsage(err error) bool {
+	var u usageError
+	return errors.As(err, &u)
+}
 
 // env returns the value of an environment variable, or def.
 func env(name, def string) string {
@@ -115,9 +89,9 @@ func env(name, def string) string {
 	return def
 }
 
-func serve(args []string, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func serve(inv *invocation, args []string) error {
+	stderr := inv.stderr
+	fs := inv.flagSet()
 	addr := fs.String("addr", env("CHAPERONE_ADDR", "127.0.0.1:8080"), "listen address (CHAPERONE_ADDR)")
 	data := fs.String("data", env("CHAPERONE_DATA", app.DefaultDataDir), "data folder: database, artifacts, work folders (CHAPERONE_DATA)")
 	storeURL := storeFlag(fs)
@@ -304,71 +278,105 @@ func envInt(name string, def int) int {
 	return def
 }
 
-func keys(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return usageError{errors.New("keys: want create, list or revoke")}
+// keysFlags are the flags of every keys subcommand: where the server keeps its state.
+type keysFlags struct {
+	data, store *string
+}
+
+func newKeysFlags(fs *flag.FlagSet) keysFlags {
+	return keysFlags{
+		data:  fs.String("data", env("CHAPERONE_DATA", app.DefaultDataDir), "data folder of the server (CHAPERONE_DATA)"),
+		store: storeFlag(fs),
 	}
-	fs := flag.NewFlagSet("keys "+args[0], flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	data := fs.String("data", env("CHAPERONE_DATA", app.DefaultDataDir), "data folder of the server (CHAPERONE_DATA)")
-	storeURL := storeFlag(fs)
-	name := fs.String("name", "", "name of the new key (create)")
-	workerToken := fs.Bool("worker", false, "create a worker token, good only for chaperone worker --token (create)")
-	positional, err := parseInterleaved(fs, args[1:])
+}
+
+func (f keysFlags) open(ctx context.Context) (store.Store, error) {
+	return app.OpenStoreAt(ctx, app.Locations{DataDir: *f.data, Store: *f.store})
+}
+
+// parseAndOpen parses a keys subcommand's flags and its positional arguments, as many as
+// positional names, and opens the server's store.
+func (f keysFlags) parseAndOpen(ctx context.Context, fs *flag.FlagSet, args []string, positional ...string) (store.Store, []string, error) {
+	pos, err := parseCommand(fs, args, positional...)
 	if err != nil {
-		return usageError{err}
+		return nil, nil, err
 	}
-	switch {
-	case args[0] == "create" && *name == "":
+	st, err := f.open(ctx)
+	return st, pos, err
+}
+
+func keysCreate(inv *invocation, args []string) error {
+	fs := inv.flagSet()
+	loc := newKeysFlags(fs)
+	name := fs.String("name", "", "name of the new key")
+	workerToken := fs.Bool("worker", false, "create a worker token, good only for chaperone worker --token")
+	if _, err := parseCommand(fs, args); err != nil {
+		return err
+	}
+	if *name == "" {
 		return usageError{errors.New("keys create: --name is required")}
-	case args[0] == "revoke" && len(positional) != 1:
-		return usageError{errors.New("keys revoke: give one key id or name")}
-	case args[0] != "create" && args[0] != "list" && args[0] != "revoke":
-		return usageError{fmt.Errorf("keys: unknown subcommand %q; want create, list or revoke", args[0])}
 	}
 	ctx := context.Background()
-	st, err := app.OpenStoreAt(ctx, app.Locations{DataDir: *data, Store: *storeURL})
+	st, err := loc.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	switch args[0] {
-	case "create":
-		key, rec := apikey.New(*name, time.Now())
-		rec.Worker = *workerToken
-		if err := st.CreateKey(ctx, rec); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "%s\n", key)
-		what := "key"
-		if rec.Worker {
-			what = "worker token"
-		}
-		fmt.Fprintf(stderr, "Created %s %s (%s). It is shown only this once; store it now.\n", what, rec.ID, rec.Name)
-	case "list":
-		ks, err := st.ListKeys(ctx)
-		if err != nil {
-			return err
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tNAME\tKIND\tPREFIX\tCREATED\tREVOKED")
-		for _, k := range ks {
-			revoked := "-"
-			if !k.RevokedAt.IsZero() {
-				revoked = k.RevokedAt.UTC().Format(time.RFC3339)
-			}
-			kind := "api"
-			if k.Worker {
-				kind = "worker"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%s\t%s\n", k.ID, k.Name, kind, k.Prefix, k.CreatedAt.UTC().Format(time.RFC3339), revoked)
-		}
-		return tw.Flush()
-	case "revoke":
-		if err := st.RevokeKey(ctx, positional[0], time.Now()); err != nil {
-			return fmt.Errorf("keys revoke %s: %w", positional[0], err)
-		}
-		fmt.Fprintf(stdout, "revoked %s\n", positional[0])
+	key, rec := apikey.New(*name, time.Now())
+	rec.Worker = *workerToken
+	if err := st.CreateKey(ctx, rec); err != nil {
+		return err
 	}
+	fmt.Fprintf(inv.stdout, "%s\n", key)
+	what := "key"
+	if rec.Worker {
+		what = "worker token"
+	}
+	fmt.Fprintf(inv.stderr, "Created %s %s (%s). It is shown only this once; store it now.\n", what, rec.ID, rec.Name)
+	return nil
+}
+
+func keysList(inv *invocation, args []string) error {
+	fs := inv.flagSet()
+	loc := newKeysFlags(fs)
+	ctx := context.Background()
+	st, _, err := loc.parseAndOpen(ctx, fs, args)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ks, err := st.ListKeys(ctx)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(inv.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tKIND\tPREFIX\tCREATED\tREVOKED")
+	for _, k := range ks {
+		revoked := "-"
+		if !k.RevokedAt.IsZero() {
+			revoked = k.RevokedAt.UTC().Format(time.RFC3339)
+		}
+		kind := "api"
+		if k.Worker {
+			kind = "worker"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%s\t%s\n", k.ID, k.Name, kind, k.Prefix, k.CreatedAt.UTC().Format(time.RFC3339), revoked)
+	}
+	return tw.Flush()
+}
+
+func keysRevoke(inv *invocation, args []string) error {
+	fs := inv.flagSet()
+	loc := newKeysFlags(fs)
+	ctx := context.Background()
+	st, pos, err := loc.parseAndOpen(ctx, fs, args, "ID|NAME")
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.RevokeKey(ctx, pos[0], time.Now()); err != nil {
+		return fmt.Errorf("keys revoke %s: %w", pos[0], err)
+	}
+	fmt.Fprintf(inv.stdout, "revoked %s\n", pos[0])
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -18,9 +17,9 @@ import (
 
 // runWorker runs jobs of a server on this machine: the engines of serve's in-process
 // worker, reaching the server's queue over HTTP with a worker token.
-func runWorker(args []string, stderr io.Writer) error {
-	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func runWorker(inv *invocation, args []string) error {
+	stderr := inv.stderr
+	fs := inv.flagSet()
 	host, _ := os.Hostname()
 	server := fs.String("server", env("CHAPERONE_URL", ""), "URL of a chaperone server, or of the load balancer before its replicas (CHAPERONE_URL)")
 	token := fs.String("token", env("CHAPERONE_WORKER_TOKEN", ""), "worker token from chaperone keys create --worker (CHAPERONE_WORKER_TOKEN)")
