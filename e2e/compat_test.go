@@ -162,7 +162,7 @@ func compatCases() []compatCase {
 			body: map[string]any{"model": "boltz2", "name": "prot-ligand", "params": map[string]any{"use_msa_server": true},
 				"input": "sequences:\n  - protein: {id: A, sequence: " + docLongSeq + "}\n  - ligand: {id: L, smiles: \"CC(=O)Oc1ccccc1C(=O)O\"}\nproperties:\n  - affinity: {binder: L}\n"},
 			status: http.StatusAccepted, results: predictResults,
-			items:  map[string]string{"affinity_pred_value": "number", "affinity_probability_binary": "number"}},
+			items: map[string]string{"affinity_pred_value": "number", "affinity_probability_binary": "number"}},
 		{source: "docs/examples.md, Design binders (BoltzGen), the protocol without a model", path: "/v1/designs",
 			body: map[string]any{"protocol": "nanobody-anything", "name": "my-nanobodies",
 				"spec":   "sequences:\n  - protein: {id: A, sequence: " + docLongSeq + "}\n",
