@@ -383,3 +383,60 @@ func TestAQueuedJobSaysWhyItWaits(t *testing.T) {
 	listed := s.get("/v1/jobs").expect(http.StatusOK).json()["data"].([]any)
 	mustf(t, listed[0].(map[string]any)["queue"] == nil, "a listing shows queue: %v", listed[0])
 }
+
+// TestTheErrorsDocStatusCodes walks docs/errors.md's table of status codes: each is
+// answered as problem+json with the status mirrored in the body, and a 429 or 503 carries
+// Retry-After in whole seconds, as the doc's retry loop reads it.
+func TestTheErrorsDocStatusCodes(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, withLimits(func(l *limitsT) { l.ActiveJobsPerOwner = 1 }))
+	tests := []struct {
+		source     string
+		send       func() *response
+		status     int
+		slug       string
+		retryAfter bool
+	}{
+		{"400, bad params", func() *response {
+			return s.post("/v1/predictions", map[string]any{"sequence": docSeq, "params": map[string]any{"diffusion_samples": "two"}})
+		}, http.StatusBadRequest, "invalid-input", false},
+		{"401, an invalid Bearer key", func() *response {
+			return s.post("/v1/predictions", map[string]any{"sequence": docSeq}, "Authorization: Bearer jf_live_never_issued")
+		}, http.StatusUnauthorized, "unauthorized", false},
+		{"404, no such job", func() *response {
+			return s.get("/v1/jobs/0123456789abcdef0123456789abcdef")
+		}, http.StatusNotFound, "not-found", false},
+		{"404, a job you don't own", func() *response {
+			key, _ := s.issueKey("owner")
+			id := s.predict("ok", "X-API-Key: "+key)
+			return s.get("/v1/jobs/" + id)
+		}, http.StatusNotFound, "not-found", false},
+		{"413, a body over 8 MiB", func() *response {
+			return s.post("/v1/predictions", `{"sequence": "`+strings.Repeat("A", 9<<20)+`"}`)
+		}, http.StatusRequestEntityTooLarge, "payload-too-large", false},
+		{"429, already at the active-job quota", func() *response {
+			key, _ := s.issueKey("busy")
+			s.predict("hang", "X-API-Key: "+key)
+			return s.post("/v1/predictions", map[string]any{"sequence": docSeq}, "X-API-Key: "+key)
+		}, http.StatusTooManyRequests, "rate-limited", true},
+		{"503, nothing can run the job (here: no worker offers the model)", func() *response {
+			return s.post("/v1/predictions", map[string]any{"model": "protenix-v2", "sequence": docSeq})
+		}, http.StatusServiceUnavailable, "unavailable", true},
+	}
+	for _, tc := range tests {
+		r := tc.send()
+		mustf(t, r.Status == tc.status, "%s: status %d, want %d: %s", tc.source, r.Status, tc.status, truncate(r.Body))
+		r.problem(tc.status, tc.slug)
+		if tc.retryAfter {
+			retryAfter(t, r)
+		}
+	}
+	// Handling 503: reading jobs and downloading results keep working.
+	s.get("/v1/jobs").expect(http.StatusOK)
+	// Cloudflare 403 / error 1010: the doc's browser-like User-Agent is just another client.
+	s.get("/v1/models", "User-Agent: Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Safari/537.36").
+		expect(http.StatusOK)
+	// Models & limits: GET /v1/health is a plain liveness check.
+	checkFields(t, "health", s.get("/v1/health").expect(http.StatusOK).json(),
+		map[string]string{"status": "string", "service": "string", "api_version": "string"})
+}
