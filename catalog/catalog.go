@@ -49,6 +49,10 @@ type Model struct {
 	Letters      string
 	Capabilities Capabilities
 	Params       []Param
+	// Refused are params that clients of the reference service send but that this model's
+	// tool cannot honour, each with the reason a caller is told; any other unknown key is
+	// refused with the list of valid params.
+	Refused map[string]string
 	// Fast says what `fast` does for this model, shown in the catalog.
 	Fast string
 	// rules are the input rules of the model's upstream tool, registered by its engine.

@@ -234,6 +234,11 @@ func models(l Limits) []Model {
 				budget,
 				boolParam("fast", true, "Faster numerics (see the model's fast); never fewer designs or steps."),
 			},
+			// BoltzGen (github.com/HannesStark/boltzgen) has no seed option, its design task
+			// takes no seed key, and its design data draws from np.random.default_rng(None),
+			// fresh entropy on every run (src/boltzgen/task/predict/data_from_yaml.py).
+			Refused: map[string]string{"seed": "BoltzGen offers no seed (its command line has no seed option and " +
+				"its design step draws fresh randomness on every run), so no seed could reproduce its designs"},
 			Fast: "On: cuEquivariance kernels where the GPU has them (--use_kernels auto, upstream's default); off: --use_kernels false. " +
 				"Never fewer designs or steps.",
 		},

@@ -19,6 +19,9 @@ func acceptParams(m *Model, raw map[string]json.RawMessage) (map[string]any, err
 	out := make(map[string]any, len(m.Params))
 	for _, k := range slices.Sorted(maps.Keys(raw)) {
 		p := m.param(k)
+		if reason, refused := m.Refused[k]; p == nil && refused {
+			return nil, job.Invalid("params."+k, "%s takes no %s: %s; omit %s", m.ID, k, reason, k)
+		}
 		if p == nil {
 			return nil, job.Invalid("params."+k, "unknown param for %s; valid params are %s", m.ID, strings.Join(m.paramNames(), ", "))
 		}

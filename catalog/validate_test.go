@@ -427,6 +427,8 @@ func TestNewDesignRejects(t *testing.T) {
 			"describes up to 41 residues; rfd3 designs at most 40 (max_residues)"},
 		{"unknown param", `{"protocol": "rfd3-binder", ` + s + `, "contig": "A1-2,10", "params": {"budget": 2}}`, "params.budget",
 			"unknown param for rfd3; valid params are num_designs, num_timesteps, seed"},
+		{"BoltzGen takes no seed, and says why", `{"protocol": "protein-anything", ` + spec + `, "params": {"seed": 0}}`, "params.seed",
+			"boltzgen takes no seed: BoltzGen offers no seed (its command line has no seed option"},
 		{"wrong param type", `{"protocol": "protein-anything", ` + spec + `, "params": {"num_designs": "10"}}`, "params.num_designs", "must be an integer"},
 	}
 	for _, tt := range tests {

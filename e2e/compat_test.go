@@ -73,6 +73,11 @@ type compatCase struct {
 	results map[string]string
 	// detail, for a refused request, is what its problem detail must say.
 	detail string
+	// params are values the created job's params must show (the docs' clamping and defaults).
+	params map[string]any
+	// items are the field types each row, design or embedded sequence of the results must
+	// have, besides the id every example reads (docs/examples.md: row["id"], d["id"]).
+	items map[string]string
 }
 
 const (
@@ -143,6 +148,57 @@ func compatCases() []compatCase {
 		{source: "docs/embeddings.md, Parameters (the placeholder sequence filled in)", path: "/v1/embeddings",
 			body:   map[string]any{"model": "esmc-600m", "sequence": docSeq, "params": map[string]any{"pool": "mean", "format": "npz"}},
 			status: http.StatusAccepted, results: embedResults},
+		{source: "docs/errors.md, Errors (the problem+json example: an unknown model)", path: "/v1/predictions",
+			body: map[string]any{"model": "nope", "sequence": docLongSeq}, status: http.StatusBadRequest, detail: "boltz2"},
+		{source: "docs/errors.md, Handling 429 (the request the example retries)", path: "/v1/predictions",
+			body: map[string]any{"model": "boltz2", "sequence": docLongSeq}, status: http.StatusAccepted, results: predictResults},
+		{source: "docs/errors.md, Large bodies (an input over max_content_chars, under the body cap)", path: "/v1/predictions",
+			body:   map[string]any{"model": "boltz2", "input": ">a\n" + strings.Repeat("A", catalog.DefaultLimits().MaxContentChars)},
+			status: http.StatusBadRequest, detail: "max_content_chars"},
+		{source: "docs/examples.md, Fold a protein (Python, with its browser-like User-Agent)", path: "/v1/predictions",
+			body:    map[string]any{"model": "boltz2", "name": "myprotein", "sequence": docLongSeq},
+			headers: []string{"Content-Type: application/json", "User-Agent: Mozilla/5.0"}, status: http.StatusAccepted, results: predictResults},
+		{source: "docs/examples.md, Co-fold a protein + ligand, with affinity", path: "/v1/predictions",
+			body: map[string]any{"model": "boltz2", "name": "prot-ligand", "params": map[string]any{"use_msa_server": true},
+				"input": "sequences:\n  - protein: {id: A, sequence: " + docLongSeq + "}\n  - ligand: {id: L, smiles: \"CC(=O)Oc1ccccc1C(=O)O\"}\nproperties:\n  - affinity: {binder: L}\n"},
+			status: http.StatusAccepted, results: predictResults,
+			items: map[string]string{"affinity_pred_value": "number", "affinity_probability_binary": "number"}},
+		{source: "docs/examples.md, Design binders (BoltzGen), the protocol without a model", path: "/v1/designs",
+			body: map[string]any{"protocol": "nanobody-anything", "name": "my-nanobodies",
+				"spec":   "sequences:\n  - protein: {id: A, sequence: " + docLongSeq + "}\n",
+				"params": map[string]any{"num_designs": 10, "budget": 10, "fast": true}},
+			status: http.StatusAccepted, results: designResults, items: map[string]string{"rank": "number", "sequence": "string"}},
+		{source: "docs/examples.md, Design against a structure (RFdiffusion3), the contig fitted to the test target", path: "/v1/designs",
+			body: map[string]any{"protocol": "rfd3-binder", "name": "my-rfd3-binders", "structure": designTarget(""),
+				"contig": "A1-51,60-80", "params": map[string]any{"num_designs": 4, "num_timesteps": 100}},
+			status: http.StatusAccepted, results: designResults},
+		{source: "docs/index.md, Fold your first protein in 3 calls", path: "/v1/predictions",
+			body: map[string]any{"model": "boltz2", "name": "myprotein", "sequence": docLongSeq}, status: http.StatusAccepted, results: predictResults},
+		{source: "docs/models-and-limits.md, Prediction parameters (every key; out-of-range values clamped)", path: "/v1/predictions",
+			body: map[string]any{"model": "boltz2", "sequence": docSeq, "params": map[string]any{"use_msa_server": true, "fast": true,
+				"recycling_steps": 11, "sampling_steps": 9, "diffusion_samples": 6, "output_format": "cif"}},
+			status: http.StatusAccepted, results: predictResults,
+			params: map[string]any{"recycling_steps": 10.0, "sampling_steps": 10.0, "diffusion_samples": 5.0}},
+		{source: "docs/models-and-limits.md, Prediction models: esmfold2 with its optional MSA off", path: "/v1/predictions",
+			body:   map[string]any{"model": "esmfold2", "sequence": docSeq, "params": map[string]any{"use_msa_server": false}},
+			status: http.StatusAccepted, results: predictResults},
+		{source: "docs/models-and-limits.md, Limits (over max_residues is a 400)", path: "/v1/predictions",
+			body:   map[string]any{"model": "boltz2", "sequence": strings.Repeat("A", catalog.DefaultLimits().ResidueCeiling+1)},
+			status: http.StatusBadRequest, detail: "max_residues"},
+		{source: "docs/models-and-limits.md, RFdiffusion3 parameters (with seed)", path: "/v1/designs",
+			body: map[string]any{"model": "rfd3", "protocol": "rfd3-binder", "structure": designTarget(""), "contig": "A1-51,60-80",
+				"params": map[string]any{"num_designs": 5, "num_timesteps": 200, "seed": 42}},
+			status: http.StatusAccepted, results: designResults, params: map[string]any{"seed": 42.0}},
+		{source: "SKILL.md, BoltzGen seed (BoltzGen offers none to pass)", path: "/v1/designs",
+			body: map[string]any{"protocol": "protein-anything", "spec": "entities:\n  - protein: {id: B, sequence: 20..30}\n",
+				"params": map[string]any{"seed": 7}},
+			status: http.StatusBadRequest, detail: "BoltzGen offers no seed"},
+		{source: "docs/models-and-limits.md, Embedding parameters (every key, the other values)", path: "/v1/embeddings",
+			body:   map[string]any{"model": "esmc-300m", "sequence": docSeq, "params": map[string]any{"pool": "cls", "format": "parquet", "fast": true}},
+			status: http.StatusAccepted, results: embedResults},
+		{source: "docs/models-and-limits.md, Embedding models: saprot-1.3b", path: "/v1/embeddings",
+			body:   map[string]any{"model": "saprot-1.3b", "sequence": docSeq, "params": map[string]any{"pool": "max"}},
+			status: http.StatusAccepted, results: embedResults},
 		{source: "SKILL.md, Compute protein embeddings (sequences with ids)", path: "/v1/embeddings",
 			body: map[string]any{"model": "saprot-650m", "sequences": []any{
 				map[string]any{"id": "gfp", "sequence": "MSKGEELFTGVVPILVELDGDVNGHKFSVSGEGEGDAT"},
@@ -172,6 +228,11 @@ func TestReplayTheReferenceDocs(t *testing.T) {
 		}
 		created := r.json()
 		checkFields(t, tc.source+": created job", created, jobFields)
+		for k, want := range tc.params {
+			if got := created["params"].(map[string]any)[k]; got != want {
+				t.Errorf("%s: params.%s is %v, want %v", tc.source, k, got, want)
+			}
+		}
 		id := created["id"].(string)
 		final := s.waitFor(id, 30*time.Second, func(j map[string]any) bool { return j["status"] != "queued" && j["status"] != "running" }, tc.headers...)
 		checkFields(t, tc.source+": finished job", final, jobFields)
@@ -181,6 +242,14 @@ func TestReplayTheReferenceDocs(t *testing.T) {
 		for _, a := range res["artifacts"].([]any) {
 			checkFields(t, tc.source+": artifact", a.(map[string]any),
 				map[string]string{"path": "string", "target": "string", "type": "string", "url": "string"})
+		}
+		itemFields := map[string]string{"id": "string"}
+		maps.Copy(itemFields, tc.items)
+		for _, list := range []string{"rows", "designs", "sequences"} {
+			items, _ := res[list].([]any)
+			for _, item := range items {
+				checkFields(t, tc.source+": "+list, item.(map[string]any), itemFields)
+			}
 		}
 		s.get("/v1/jobs/"+id+"/logs", tc.headers...).expect(http.StatusOK)
 		archive := s.get(res["archive_url"].(string), tc.headers...).expect(http.StatusOK)
@@ -313,4 +382,61 @@ func TestAQueuedJobSaysWhyItWaits(t *testing.T) {
 		"queue %v: want busy, 2 of 2 slots, the other owner ahead", q)
 	listed := s.get("/v1/jobs").expect(http.StatusOK).json()["data"].([]any)
 	mustf(t, listed[0].(map[string]any)["queue"] == nil, "a listing shows queue: %v", listed[0])
+}
+
+// TestTheErrorsDocStatusCodes walks docs/errors.md's table of status codes: each is
+// answered as problem+json with the status mirrored in the body, and a 429 or 503 carries
+// Retry-After in whole seconds, as the doc's retry loop reads it.
+func TestTheErrorsDocStatusCodes(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, withLimits(func(l *limitsT) { l.ActiveJobsPerOwner = 1 }))
+	tests := []struct {
+		source     string
+		send       func() *response
+		status     int
+		slug       string
+		retryAfter bool
+	}{
+		{"400, bad params", func() *response {
+			return s.post("/v1/predictions", map[string]any{"sequence": docSeq, "params": map[string]any{"diffusion_samples": "two"}})
+		}, http.StatusBadRequest, "invalid-input", false},
+		{"401, an invalid Bearer key", func() *response {
+			return s.post("/v1/predictions", map[string]any{"sequence": docSeq}, "Authorization: Bearer jf_live_never_issued")
+		}, http.StatusUnauthorized, "unauthorized", false},
+		{"404, no such job", func() *response {
+			return s.get("/v1/jobs/0123456789abcdef0123456789abcdef")
+		}, http.StatusNotFound, "not-found", false},
+		{"404, a job you don't own", func() *response {
+			key, _ := s.issueKey("owner")
+			id := s.predict("ok", "X-API-Key: "+key)
+			return s.get("/v1/jobs/" + id)
+		}, http.StatusNotFound, "not-found", false},
+		{"413, a body over 8 MiB", func() *response {
+			return s.post("/v1/predictions", `{"sequence": "`+strings.Repeat("A", 9<<20)+`"}`)
+		}, http.StatusRequestEntityTooLarge, "payload-too-large", false},
+		{"429, already at the active-job quota", func() *response {
+			key, _ := s.issueKey("busy")
+			s.predict("hang", "X-API-Key: "+key)
+			return s.post("/v1/predictions", map[string]any{"sequence": docSeq}, "X-API-Key: "+key)
+		}, http.StatusTooManyRequests, "rate-limited", true},
+		{"503, nothing can run the job (here: no worker offers the model)", func() *response {
+			return s.post("/v1/predictions", map[string]any{"model": "protenix-v2", "sequence": docSeq})
+		}, http.StatusServiceUnavailable, "unavailable", true},
+	}
+	for _, tc := range tests {
+		r := tc.send()
+		mustf(t, r.Status == tc.status, "%s: status %d, want %d: %s", tc.source, r.Status, tc.status, truncate(r.Body))
+		r.problem(tc.status, tc.slug)
+		if tc.retryAfter {
+			retryAfter(t, r)
+		}
+	}
+	// Handling 503: reading jobs and downloading results keep working.
+	s.get("/v1/jobs").expect(http.StatusOK)
+	// Cloudflare 403 / error 1010: the doc's browser-like User-Agent is just another client.
+	s.get("/v1/models", "User-Agent: Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Safari/537.36").
+		expect(http.StatusOK)
+	// Models & limits: GET /v1/health is a plain liveness check.
+	checkFields(t, "health", s.get("/v1/health").expect(http.StatusOK).json(),
+		map[string]string{"status": "string", "service": "string", "api_version": "string"})
 }
