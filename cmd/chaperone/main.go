@@ -2,6 +2,8 @@
 // command-line client of the API:
 //
 //	chaperone serve               the API and an in-process worker
+//	chaperone worker              a worker on another machine
+//	chaperone doctor              what this machine can run as a worker, and why not
 //	chaperone keys create|list|revoke
 //	chaperone predict|design|embed   submit a job; --wait, --out DIR
 //	chaperone jobs list|get|wait|cancel|delete|results|logs|download
@@ -40,6 +42,7 @@ const usage = `chaperone: a self-hostable server for biomolecular machine learni
 Usage:
   chaperone serve [flags]             run the API and an in-process worker
   chaperone worker --server URL       run jobs of a server on this machine (a GPU node)
+  chaperone doctor [--json]           check this machine as a worker: tools, weights, GPUs
   chaperone keys create --name NAME   issue an API key (printed once); --worker: a worker token
   chaperone keys list                 list keys (never the keys themselves)
   chaperone keys revoke ID|NAME       revoke a key
@@ -83,6 +86,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runWorker(args[1:], stderr)
 	case "predict", "design", "embed", "jobs", "models":
 		return clientCommand(args, stdout, stderr)
+	case "doctor":
+		return doctorCommand(args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, version)
 	case "-h", "--help", "help":

@@ -119,7 +119,7 @@ func FileWeights(models []string, name, path string, fetched bool, fetch string)
 func HFWeights(models []string, repo string) engine.Weights {
 	dir := filepath.Join(HFCache(), "models--"+strings.ReplaceAll(repo, "/", "--"))
 	w := engine.Weights{Models: models, Name: "Hugging Face model " + repo, Path: dir, State: engine.WeightsMissing, Fetched: true,
-		Fetch: fmt.Sprintf("hf download %s (then copy %s to the same place on the worker, or set HF_HOME there)", repo, dir)}
+		Fetch: fmt.Sprintf("hf download %s, then copy that folder to the same place on the worker (or point HF_HOME there)", repo)}
 	if snaps, err := os.ReadDir(filepath.Join(dir, "snapshots")); err == nil && len(snaps) > 0 {
 		w.State = engine.WeightsPresent
 	}
