@@ -75,8 +75,10 @@ type ModelReport struct {
 	Engine string `json:"engine"`
 	Status Status `json:"status"`
 	// Reason is the one reason that matters most: why it cannot run, or its first warning;
-	// "" when there is nothing to say.
+	// "" when there is nothing to say. For a model that cannot run it is what the catalog
+	// will show; Detail is then the operator's full account (paths, the tool's output).
 	Reason string `json:"reason"`
+	Detail string `json:"detail"`
 	// Warnings are every warning, Reason first among them when the model can run.
 	Warnings []string `json:"warnings"`
 	// GPUMemoryGB is what the model needs on the GPU, null when unknown; GPUMemoryBasis
@@ -230,7 +232,7 @@ func judgeModel(model string, r *EngineReport, d *engine.Diagnosis, gpus GPURepo
 		m.GPUMemoryBasis = "unknown: the engine names no figure"
 	}
 	if r.Check == No {
-		m.Status, m.Reason = No, r.CheckReason
+		m.Status, m.Reason, m.Detail = No, r.CheckReason, r.CheckDetail
 		return m
 	}
 	for _, w := range d.Weights {

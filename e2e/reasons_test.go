@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"fmt"
+	"log/slog"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/chaperone-bio/chaperone/app"
@@ -52,7 +55,9 @@ var reasonCreates = map[string]struct {
 func TestCatalogSaysWhyAModelIsUnavailable(t *testing.T) {
 	t.Parallel()
 	missing := filepath.Join(t.TempDir(), "absent")
+	var log lockedBuffer
 	noTools := startServer(t, func(c *app.Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&log, nil))
 		pc := protenix.Config{MSAServerURL: testMSAServer}
 		c.Engines = []engine.Engine{
 			boltz.New(boltz.Config{MSAServerURL: testMSAServer}), openfold3.New(openfold3.Config{MSAServerURL: testMSAServer}),
@@ -110,4 +115,12 @@ func TestCatalogSaysWhyAModelIsUnavailable(t *testing.T) {
 	for model, why := range catalogs[bare] {
 		mustf(t, why == "no worker is connected", "%s on a server without workers: %q", model, why)
 	}
+
+	// The worker logged each model's finding once at start, in the catalog's words, and
+	// how many can run.
+	for model, why := range catalogs[noTools] {
+		line := fmt.Sprintf("msg=\"model on this worker\" model=%s status=no reason=%q", model, why)
+		mustf(t, strings.Count(log.String(), line) == 1, "the worker's log has not once %s:\n%s", line, log.String())
+	}
+	mustf(t, strings.Count(log.String(), `msg="0 of 14 models can run on this worker"`) == 1, "no summary in the worker's log:\n%s", log.String())
 }

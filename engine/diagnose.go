@@ -59,17 +59,17 @@ const (
 // Weights is one file (or folder) of weights a model loads.
 type Weights struct {
 	// Models are the catalog models that load it.
-	Models []string
+	Models []string `json:"models"`
 	// Name says what it is, for example "boltz2_conf.ckpt (Boltz-2's structure model)".
-	Name  string
-	Path  string // where it was found, or where the tool looks for it
-	State WeightsState
+	Name  string       `json:"name"`
+	Path  string       `json:"path"` // where it was found, or where the tool looks for it
+	State WeightsState `json:"state"`
 	// Fetched says the tool downloads it itself on first use, which needs internet on the
 	// worker; else the model cannot run without it.
-	Fetched bool
+	Fetched bool `json:"fetched_by_tool"`
 	// Fetch says how to get it on a machine with internet, for copying to one without.
-	Fetch string
-	Note  string
+	Fetch string `json:"fetch"`
+	Note  string `json:"note"`
 }
 
 // Memory is the GPU memory one model needs.

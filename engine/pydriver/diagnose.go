@@ -39,7 +39,7 @@ func (e *Engine) Diagnose(ctx context.Context, tools engine.Tools) engine.Diagno
 		// The driver loads a model in bf16 when fast (the default), so its weights take two
 		// bytes a parameter; what a forward pass adds on top depends on the input.
 		d.Memory[m.id] = engine.Memory{GB: float64(m.params*2) / 1e9,
-			Basis: fmt.Sprintf("at least its weights: %.1f billion parameters at 2 bytes (bf16; fp32 doubles it), activations on top", float64(m.params)/1e9)}
+			Basis: fmt.Sprintf("at least its weights: %s parameters at 2 bytes (bf16; fp32 doubles it), activations on top", count(m.params))}
 		for _, r := range m.repos {
 			if !slices.Contains(repos, r) {
 				repos = append(repos, r)
@@ -56,4 +56,12 @@ func (e *Engine) Diagnose(ctx context.Context, tools engine.Tools) engine.Diagno
 		d.Weights = append(d.Weights, toolkit.HFWeights(models, r))
 	}
 	return d
+}
+
+// count is a parameter count in words: "650 million", "6.5 billion".
+func count(n int64) string {
+	if n < 1_000_000_000 {
+		return fmt.Sprintf("%d million", n/1_000_000)
+	}
+	return fmt.Sprintf("%.2g billion", float64(n)/1e9)
 }
