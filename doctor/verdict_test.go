@@ -62,7 +62,7 @@ func TestModelVerdicts(t *testing.T) {
 		{"everything in place", nil, fine, big, doctor.OK, ""},
 		{"the tool is missing", &engine.CheckError{Public: "the fold command is not installed", Detail: "not on PATH"},
 			with(func(d *engine.Diagnosis) { d.Tool, d.Version = "", "" }), big, doctor.No, "the fold command is not installed"},
-		{"a check error that says nothing public", errors.New("/secret/path: boom"), fine, big, doctor.No, "the engine's self-check failed"},
+		{"a check error that says nothing public", errors.New("/secret/path: boom"), fine, big, doctor.No, "self-check failed"},
 		{"weights the tool fetches are not there yet", nil,
 			with(func(d *engine.Diagnosis) { d.Weights[0].State, d.Weights[0].Fetched = engine.WeightsMissing, true }), big, doctor.Warn,
 			"weights not downloaded yet: fold.ckpt (the tool fetches them on first use, which needs internet)"},

@@ -102,7 +102,7 @@ func (e *Engine) Check(ctx context.Context, tools engine.Tools) error {
 		return err
 	}
 	if _, err := checkpoint(tools); err != nil {
-		return &engine.CheckError{Public: "the OpenFold3 checkpoint was not found", Detail: err.Error()}
+		return &engine.CheckError{Public: "weights missing: the OpenFold3 checkpoint " + checkpointName, Detail: err.Error()}
 	}
 	if path, err := e.predict.Path(tools); err == nil {
 		e.probeCuEquivariance(ctx, path)

@@ -78,7 +78,7 @@ var openDDEAbAgFlavor = func() *flavor {
 	f.model = "opendde-abag"
 	f.options = append(f.options[:len(f.options):len(f.options)], "--load_checkpoint_path")
 	f.checkpoint = "opendde_abag.pt"
-	f.missingCheckpoint = "OpenDDE's antibody-antigen checkpoint opendde_abag.pt is not in the checkpoint folder of " +
+	f.missingCheckpoint = "weights missing: OpenDDE's antibody-antigen checkpoint opendde_abag.pt is not in the checkpoint folder of " +
 		"OpenDDE's data root ($OPENDDE_ROOT_DIR, default ~/.cache/opendde); download it from " +
 		"https://huggingface.co/aurekaresearch/OpenDDE into that folder"
 	return &f
