@@ -29,7 +29,7 @@ func TestDoctorExitCodes(t *testing.T) {
 	}{
 		{"nothing can run", base, 1, "0 of 14 models can run on this worker."},
 		{"SaProt can run", append(base[:len(base):len(base)], "--tool", "transformers="+python), 0, "2 of 14 models can run on this worker."},
-		{"help", []string{"doctor", "--help"}, 0, ""},
+		{"help", []string{"doctor", "--help"}, 0, "Usage: chaperone doctor"},
 		{"an unknown flag", []string{"doctor", "--bogus"}, 2, ""},
 		{"an argument", []string{"doctor", "boltz2"}, 2, ""},
 		{"a bad alignment server", []string{"doctor", "--msa-server", "ftp://msa"}, 2, ""},
