@@ -330,7 +330,7 @@ func NewWorker(cfg WorkerConfig) (*worker.Worker, error) {
 	if cfg.Slots == 0 {
 		cfg.Slots = max(1, len(GPUs()))
 	}
-	logFindings(cfg.Logger, cfg.Engines, cfg.Tools)
+	logFindings(cfg.Logger, cfg.ID, cfg.Engines, cfg.Tools)
 	limits := catalog.New(cfg.Limits).Limits
 	return worker.New(worker.Config{
 		ID:       cfg.ID,
@@ -354,10 +354,11 @@ func NewWorker(cfg WorkerConfig) (*worker.Worker, error) {
 // logFindings logs once what `chaperone doctor` says of each model on this worker, in its
 // words, and how many can run. It runs the engines' checks, which the worker's first check
 // then finds cached.
-func logFindings(log *slog.Logger, engines []engine.Engine, tools engine.Tools) {
+func logFindings(log *slog.Logger, workerID string, engines []engine.Engine, tools engine.Tools) {
 	if log == nil {
 		log = slog.Default()
 	}
+	log = log.With("worker", workerID)
 	models := doctor.Models(context.Background(), engines, tools, doctor.SystemGPUs{})
 	for _, m := range models {
 		attrs := []any{"model", m.Model, "status", string(m.Status), "reason", m.Reason}

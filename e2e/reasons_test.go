@@ -119,8 +119,8 @@ func TestCatalogSaysWhyAModelIsUnavailable(t *testing.T) {
 	// The worker logged each model's finding once at start, in the catalog's words, and
 	// how many can run.
 	for model, why := range catalogs[noTools] {
-		line := fmt.Sprintf("msg=\"model on this worker\" model=%s status=no reason=%q", model, why)
+		line := fmt.Sprintf("msg=\"model on this worker\" worker=test-worker model=%s status=no reason=%q", model, why)
 		mustf(t, strings.Count(log.String(), line) == 1, "the worker's log has not once %s:\n%s", line, log.String())
 	}
-	mustf(t, strings.Count(log.String(), `msg="0 of 14 models can run on this worker"`) == 1, "no summary in the worker's log:\n%s", log.String())
+	mustf(t, strings.Count(log.String(), `msg="0 of 14 models can run on this worker" worker=test-worker`) == 1, "no summary in the worker's log:\n%s", log.String())
 }
