@@ -3,6 +3,7 @@ package doctor
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -44,8 +45,33 @@ type SystemGPUs struct {
 
 var nvidiaDevice = regexp.MustCompile(`^nvidia([0-9]+)$`)
 
-// Find implements GPUFinder.
+// Find implements GPUFinder. With CUDA_VISIBLE_DEVICES set, only the GPUs it lists by
+// index count, as the worker uses only those (app.GPUs).
 func (s SystemGPUs) Find(ctx context.Context) GPUReport {
+	r := s.find(ctx)
+	visible, set := os.LookupEnv("CUDA_VISIBLE_DEVICES")
+	if !set || r.Source == "none" {
+		return r
+	}
+	ids := map[string]bool{}
+	for _, id := range strings.Split(visible, ",") {
+		ids[strings.TrimSpace(id)] = true
+	}
+	kept := []GPU{}
+	for _, g := range r.GPUs {
+		if ids[strconv.Itoa(g.Index)] {
+			kept = append(kept, g)
+		}
+	}
+	note := fmt.Sprintf(" (CUDA_VISIBLE_DEVICES=%s leaves %d of %d)", visible, len(kept), len(r.GPUs))
+	r.GPUs, r.Reason = kept, r.Reason+note
+	if len(kept) == 0 {
+		r.Status = Warn
+	}
+	return r
+}
+
+func (s SystemGPUs) find(ctx context.Context) GPUReport {
 	smi := s.NvidiaSMI
 	if smi == "" {
 		smi, _ = exec.LookPath("nvidia-smi")

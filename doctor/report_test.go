@@ -49,6 +49,8 @@ func newMachine(t *testing.T) *machine {
 		"PROTENIX_ROOT_DIR", "OPENDDE_ROOT_DIR", "FOUNDRY_CHECKPOINT_DIRS"} {
 		t.Setenv(v, "")
 	}
+	t.Setenv("CUDA_VISIBLE_DEVICES", "")
+	os.Unsetenv("CUDA_VISIBLE_DEVICES")
 	write := func(path, content string) string {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)

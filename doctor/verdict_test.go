@@ -89,9 +89,9 @@ func TestModelVerdicts(t *testing.T) {
 	}
 }
 
-// TestGPUs: nvidia-smi's answer when it gives one, else the NVIDIA device files, else none.
+// TestGPUs: nvidia-smi's answer when it gives one, else the NVIDIA device files, else none;
+// of those, the ones CUDA_VISIBLE_DEVICES lists when it is set.
 func TestGPUs(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	smi := func(name, body string) string {
 		p := filepath.Join(dir, name)
@@ -117,17 +117,24 @@ echo "1, NVIDIA L4, 23034, 0"`)
 	empty := t.TempDir()
 	tests := []struct {
 		name    string
+		visible string // CUDA_VISIBLE_DEVICES; "unset" for none
 		finder  doctor.SystemGPUs
 		source  string
 		indices []int
 		memory  []int
 	}{
-		{"nvidia-smi", doctor.SystemGPUs{NvidiaSMI: two, Dev: empty}, "nvidia-smi", []int{0, 1}, []int{81920, 23034}},
-		{"nvidia-smi fails: the device files", doctor.SystemGPUs{NvidiaSMI: broken, Dev: devices}, "/dev/nvidia*", []int{0, 1}, []int{0, 0}},
-		{"nvidia-smi answers nonsense: the device files", doctor.SystemGPUs{NvidiaSMI: garbled, Dev: devices}, "/dev/nvidia*", []int{0, 1}, []int{0, 0}},
-		{"neither", doctor.SystemGPUs{NvidiaSMI: broken, Dev: empty}, "none", nil, nil},
+		{"nvidia-smi", "unset", doctor.SystemGPUs{NvidiaSMI: two, Dev: empty}, "nvidia-smi", []int{0, 1}, []int{81920, 23034}},
+		{"nvidia-smi fails: the device files", "unset", doctor.SystemGPUs{NvidiaSMI: broken, Dev: devices}, "/dev/nvidia*", []int{0, 1}, []int{0, 0}},
+		{"nvidia-smi answers nonsense: the device files", "unset", doctor.SystemGPUs{NvidiaSMI: garbled, Dev: devices}, "/dev/nvidia*", []int{0, 1}, []int{0, 0}},
+		{"neither", "unset", doctor.SystemGPUs{NvidiaSMI: broken, Dev: empty}, "none", nil, nil},
+		{"CUDA_VISIBLE_DEVICES picks one", "1", doctor.SystemGPUs{NvidiaSMI: two, Dev: empty}, "nvidia-smi", []int{1}, []int{23034}},
+		{"CUDA_VISIBLE_DEVICES hides all", "", doctor.SystemGPUs{NvidiaSMI: two, Dev: empty}, "nvidia-smi", nil, nil},
 	}
 	for _, tt := range tests {
+		t.Setenv("CUDA_VISIBLE_DEVICES", tt.visible)
+		if tt.visible == "unset" {
+			os.Unsetenv("CUDA_VISIBLE_DEVICES")
+		}
 		r := tt.finder.Find(context.Background())
 		var indices, memory []int
 		for _, g := range r.GPUs {
