@@ -210,11 +210,31 @@ func (s *Server) liveModels(ctx context.Context) (liveSet, error) {
 		for _, m := range w.Models {
 			set.models[m] = true
 		}
+		// Workers may disagree on why they cannot run a model; the first in the store's
+		// order that says why is the one shown, so the answer is the same on every call.
 		for m, why := range w.Missing {
-			set.missing[m] = why
+			if _, seen := set.missing[m]; !seen {
+				set.missing[m] = why
+			}
 		}
 	}
 	return set, nil
+}
+
+// unavailable says why no live worker can run model, or "" when one can. Its words are
+// the catalog's unavailable_reason and the 503's detail alike.
+func (l liveSet) unavailable(model string) string {
+	reported, known := l.missing[model]
+	switch {
+	case l.models[model]:
+		return ""
+	case l.workers == 0:
+		return "no worker is connected"
+	case known:
+		return strings.TrimSuffix(reported, ".")
+	default:
+		return "no live worker offers it"
+	}
 }
 
 // checkAvailable is the 503 of decisions "Compute availability": its detail says what an
@@ -227,24 +247,13 @@ func (s *Server) checkAvailable(ctx context.Context, j *job.Job) error {
 	if err != nil {
 		return err
 	}
-	if live.models[j.RunModel] {
+	why := live.unavailable(j.RunModel)
+	if why == "" {
 		return nil
 	}
 	what := "model " + j.RunModel
 	if j.Protocol != "" {
 		what = fmt.Sprintf("model %s (protocol %s)", j.RunModel, j.Protocol)
-	}
-	var why string
-	switch reported, known := live.missing[j.RunModel]; {
-	case live.workers == 0:
-		why = "no worker is connected"
-	case known:
-		why = strings.TrimSuffix(reported, ".")
-	default:
-		why = "no live worker has an engine for it"
-		if m, ok := s.cat.Model(j.RunModel); ok {
-			why += fmt.Sprintf(" (its upstream tool is %s)", m.Tool)
-		}
 	}
 	return &job.UnavailableError{Reason: fmt.Sprintf("No live worker can run %s: %s.", what, why)}
 }

@@ -426,14 +426,16 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	avail := make(map[string]bool, len(live.models))
-	for m := range live.models {
-		avail[m] = true
+	unavailable := map[string]string{}
+	for _, m := range s.cat.Models {
+		if why := live.unavailable(m.ID); why != "" {
+			unavailable[m.ID] = why
+		}
 	}
 	walls, err := s.store.MeasuredWalls(r.Context())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.cat.Document(avail, walls))
+	writeJSON(w, http.StatusOK, s.cat.Document(unavailable, walls))
 }

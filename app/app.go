@@ -30,6 +30,7 @@ import (
 	"github.com/chaperone-bio/chaperone/artifact/s3"
 	"github.com/chaperone-bio/chaperone/bio"
 	"github.com/chaperone-bio/chaperone/catalog"
+	"github.com/chaperone-bio/chaperone/doctor"
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/job"
 	"github.com/chaperone-bio/chaperone/store"
@@ -329,6 +330,7 @@ func NewWorker(cfg WorkerConfig) (*worker.Worker, error) {
 	if cfg.Slots == 0 {
 		cfg.Slots = max(1, len(GPUs()))
 	}
+	logFindings(cfg.Logger, cfg.ID, cfg.Engines, cfg.Tools)
 	limits := catalog.New(cfg.Limits).Limits
 	return worker.New(worker.Config{
 		ID:       cfg.ID,
@@ -347,6 +349,25 @@ func NewWorker(cfg WorkerConfig) (*worker.Worker, error) {
 		Stall:  limits.Stall,
 		Logger: cfg.Logger,
 	}), nil
+}
+
+// logFindings logs once what `chaperone doctor` says of each model on this worker, in its
+// words, and how many can run. It runs the engines' checks, which the worker's first check
+// then finds cached.
+func logFindings(log *slog.Logger, workerID string, engines []engine.Engine, tools engine.Tools) {
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("worker", workerID)
+	models := doctor.Models(context.Background(), engines, tools, doctor.SystemGPUs{})
+	for _, m := range models {
+		attrs := []any{"model", m.Model, "status", string(m.Status), "reason", m.Reason}
+		if m.Detail != "" {
+			attrs = append(attrs, "detail", m.Detail)
+		}
+		log.Info("model on this worker", attrs...)
+	}
+	log.Info(doctor.Summary(models))
 }
 
 // Drain stops the in-process worker taking work and returns once its running jobs ended, or

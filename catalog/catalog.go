@@ -32,7 +32,7 @@ type Model struct {
 	Kind job.Kind
 	Name string
 	// Tool is the name of the upstream tool (engine) that runs the model, for example
-	// "boltz"; a 503 names it when no worker has it.
+	// "boltz".
 	Tool string
 	// MaxResidues is the most residues the model takes: per structure for prediction and
 	// design models (at most Limits.ResidueCeiling), per sequence for embedding models (at

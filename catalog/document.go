@@ -15,12 +15,15 @@ type CatalogDoc struct {
 
 // ModelDoc describes one model.
 type ModelDoc struct {
-	ID          string   `json:"id"`
-	Kind        job.Kind `json:"kind"`
-	Name        string   `json:"name"`
-	Available   bool     `json:"available"`
-	MaxResidues int      `json:"max_residues"`
-	MaxTokens   int      `json:"max_tokens,omitempty"` // structure models: residues plus ligand heavy atoms
+	ID        string   `json:"id"`
+	Kind      job.Kind `json:"kind"`
+	Name      string   `json:"name"`
+	Available bool     `json:"available"`
+	// UnavailableReason says why no live worker can run the model, in words an operator
+	// can act on; null when it is available.
+	UnavailableReason *string `json:"unavailable_reason"`
+	MaxResidues       int     `json:"max_residues"`
+	MaxTokens         int     `json:"max_tokens,omitempty"` // structure models: residues plus ligand heavy atoms
 	// MeasuredWall is the largest input this server has run the model on to a result; null
 	// until it has one. max_residues is what is accepted, this is the track record.
 	MeasuredWall *int                `json:"measured_wall"`
@@ -61,10 +64,11 @@ type LimitsDoc struct {
 	StallSeconds          int `json:"stall_seconds"`
 }
 
-// Document is the catalog as GET /v1/models shows it; available says which model ids a live
-// worker can run now, and walls the largest input each has run (store.History). Models and protocols keep catalog order, and encoding/json sorts the
-// param keys, so the same catalog always encodes to the same bytes.
-func (c *Catalog) Document(available map[string]bool, walls map[string]int) CatalogDoc {
+// Document is the catalog as GET /v1/models shows it; unavailable says, for each model id no
+// live worker can run now, why (a model without an entry is available), and walls the
+// largest input each has run (store.History). Models and protocols keep catalog order, and
+// encoding/json sorts the param keys, so the same catalog always encodes to the same bytes.
+func (c *Catalog) Document(unavailable map[string]string, walls map[string]int) CatalogDoc {
 	d := CatalogDoc{
 		Object:     "catalog",
 		APIVersion: APIVersion,
@@ -80,18 +84,23 @@ func (c *Catalog) Document(available map[string]bool, walls map[string]int) Cata
 		},
 	}
 	for _, m := range c.Models {
+		var reason *string
+		if why, ok := unavailable[m.ID]; ok {
+			reason = &why
+		}
 		d.Models = append(d.Models, ModelDoc{
-			ID:           m.ID,
-			Kind:         m.Kind,
-			Name:         m.Name,
-			Available:    available[m.ID],
-			MaxResidues:  m.MaxResidues,
-			MaxTokens:    m.MaxTokens,
-			MeasuredWall: measuredWall(walls, m.ID),
-			Capabilities: m.Capabilities,
-			DModel:       m.DModel,
-			Fast:         m.Fast,
-			Params:       paramDocs(m.Params),
+			ID:                m.ID,
+			Kind:              m.Kind,
+			Name:              m.Name,
+			Available:         reason == nil,
+			UnavailableReason: reason,
+			MaxResidues:       m.MaxResidues,
+			MaxTokens:         m.MaxTokens,
+			MeasuredWall:      measuredWall(walls, m.ID),
+			Capabilities:      m.Capabilities,
+			DModel:            m.DModel,
+			Fast:              m.Fast,
+			Params:            paramDocs(m.Params),
 		})
 	}
 	for _, p := range c.Protocols {

@@ -10,11 +10,11 @@ import (
 )
 
 // documentJSON is the catalog document as a client reads it.
-func documentJSON(t *testing.T, available map[string]bool, walls map[string]int) map[string]any {
+func documentJSON(t *testing.T, unavailable map[string]string, walls map[string]int) map[string]any {
 	t.Helper()
 	c := Default()
 	c.MSAServer = "https://msa.example.org"
-	b, err := json.Marshal(c.Document(available, walls))
+	b, err := json.Marshal(c.Document(unavailable, walls))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,14 @@ func keys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }
 
 func TestDocumentShape(t *testing.T) {
 	t.Parallel()
-	doc := documentJSON(t, map[string]bool{"boltz2": true, "esmc-300m": true, "nope": true}, map[string]int{"boltz2": 311})
+	unavailable := map[string]string{}
+	for _, m := range Default().Models {
+		if m.ID != "boltz2" && m.ID != "esmc-300m" {
+			unavailable[m.ID] = "no live worker offers it"
+		}
+	}
+	unavailable["openfold3"] = "weights missing: the OpenFold3 checkpoint of3_ft3_v1.pt"
+	doc := documentJSON(t, unavailable, map[string]int{"boltz2": 311})
 	if got, want := keys(doc), []string{"api_version", "limits", "models", "msa_server", "object", "protocols"}; !slices.Equal(got, want) {
 		t.Fatalf("top-level keys %v, want %v", got, want)
 	}
@@ -42,15 +49,23 @@ func TestDocumentShape(t *testing.T) {
 		m := raw.(map[string]any)
 		id := m["id"].(string)
 		ids = append(ids, id)
-		want := []string{"available", "capabilities", "fast", "id", "kind", "max_residues", "max_tokens", "measured_wall", "name", "params"}
+		want := []string{"available", "capabilities", "fast", "id", "kind", "max_residues", "max_tokens", "measured_wall", "name", "params", "unavailable_reason"}
 		if m["kind"] == "embed" {
-			want = []string{"available", "capabilities", "d_model", "fast", "id", "kind", "max_residues", "measured_wall", "name", "params"}
+			want = []string{"available", "capabilities", "d_model", "fast", "id", "kind", "max_residues", "measured_wall", "name", "params", "unavailable_reason"}
 		}
 		if got := keys(m); !slices.Equal(got, want) {
 			t.Errorf("%s: keys %v, want %v", id, got, want)
 		}
 		if got, want := m["available"], id == "boltz2" || id == "esmc-300m"; got != want {
 			t.Errorf("%s: available %v, want %v", id, got, want)
+		}
+		// unavailable_reason is null exactly when the model is available, else its reason.
+		var wantReason any
+		if why, ok := unavailable[id]; ok {
+			wantReason = why
+		}
+		if got := m["unavailable_reason"]; got != wantReason {
+			t.Errorf("%s: unavailable_reason %v, want %v", id, got, wantReason)
 		}
 		// measured_wall is the store's record, null for a model that has run nothing yet.
 		if wall := m["measured_wall"]; (id == "boltz2") != (wall == 311.0) || (id != "boltz2" && wall != nil) {
@@ -155,9 +170,9 @@ func TestDocumentParams(t *testing.T) {
 
 func TestDocumentIsDeterministic(t *testing.T) {
 	t.Parallel()
-	first, _ := json.Marshal(Default().Document(map[string]bool{"rfd3": true}, nil))
+	first, _ := json.Marshal(Default().Document(map[string]string{"rfd3": "no worker is connected"}, nil))
 	for range 5 {
-		again, _ := json.Marshal(Default().Document(map[string]bool{"rfd3": true}, nil))
+		again, _ := json.Marshal(Default().Document(map[string]string{"rfd3": "no worker is connected"}, nil))
 		if !bytes.Equal(first, again) {
 			t.Fatal("two encodings of the same catalog differ")
 		}

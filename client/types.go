@@ -311,12 +311,15 @@ type Model struct {
 	Name string `json:"name"`
 	// Available says whether a live worker can run the model now; creating a job for an
 	// unavailable model is a 503.
-	Available    bool             `json:"available"`
-	MaxResidues  int              `json:"max_residues"`
-	Capabilities map[string]bool  `json:"capabilities"`
-	DModel       int              `json:"d_model,omitempty"`
-	Fast         string           `json:"fast"`
-	Params       map[string]Param `json:"params"`
+	Available bool `json:"available"`
+	// UnavailableReason says why no live worker can run the model, in words an operator can
+	// act on; nil when it is available.
+	UnavailableReason *string          `json:"unavailable_reason"`
+	MaxResidues       int              `json:"max_residues"`
+	Capabilities      map[string]bool  `json:"capabilities"`
+	DModel            int              `json:"d_model,omitempty"`
+	Fast              string           `json:"fast"`
+	Params            map[string]Param `json:"params"`
 }
 
 // Protocol is one design protocol.

@@ -52,7 +52,7 @@ func TestUnavailableTellsCallersWhatIsMissingAndTheOperatorTheRest(t *testing.T)
 		c.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	})
 	detail := s.post("/v1/predictions", map[string]any{"sequence": "MKTAYIAK"}).problem(http.StatusServiceUnavailable, "unavailable")
-	mustf(t, detail == "No live worker can run model boltz2: the boltz command is installed but fails its self-check.", "503 detail %q", detail)
+	mustf(t, detail == "No live worker can run model boltz2: self-check failed: the boltz command is installed but its --help fails.", "503 detail %q", detail)
 	for _, leak := range []string{secret, dir, "Traceback"} {
 		mustf(t, !strings.Contains(detail, leak), "503 detail %q carries %q", detail, leak)
 	}

@@ -159,7 +159,7 @@ func TestUnavailableModelIs503AfterValidation(t *testing.T) {
 	r := s.post("/v1/predictions", map[string]any{"model": "protenix-v2", "sequence": "MKT"})
 	detail := r.problem(http.StatusServiceUnavailable, "unavailable")
 	mustf(t, r.Header.Get("Retry-After") == "300", "Retry-After %q", r.Header.Get("Retry-After"))
-	mustf(t, strings.Contains(detail, "protenix-v2") && strings.Contains(detail, "protenix"), "503 detail %q", detail)
+	mustf(t, detail == "No live worker can run model protenix-v2: no live worker offers it.", "503 detail %q", detail)
 	// Validation comes first: an invalid request for the same model is a 400.
 	s.post("/v1/predictions", map[string]any{"model": "protenix-v2", "sequence": "MK1"}).problem(http.StatusBadRequest, "invalid-input")
 

@@ -197,7 +197,7 @@ func TestOpenFold3(t *testing.T) {
 		missing := filepath.Join(t.TempDir(), "weights", "of3_ft3_v1.pt")
 		s := startServer(t, withOpenFold3(tool, missing))
 		detail := s.post("/v1/predictions", map[string]any{"model": "openfold3", "sequence": "MKTAYIAK"}).problem(http.StatusServiceUnavailable, "unavailable")
-		mustf(t, strings.Contains(detail, "No live worker can run model openfold3: the OpenFold3 checkpoint was not found") &&
+		mustf(t, strings.Contains(detail, "No live worker can run model openfold3: weights missing: the OpenFold3 checkpoint of3_ft3_v1.pt") &&
 			!strings.Contains(detail, missing) && !strings.Contains(detail, dir), "detail %q", detail)
 		for _, m := range s.get("/v1/models").expect(http.StatusOK).json()["models"].([]any) {
 			m := m.(map[string]any)

@@ -19,5 +19,5 @@ func PublicReason(err error) string {
 	if errors.As(err, &ce) && ce.Public != "" {
 		return ce.Public
 	}
-	return "the engine's self-check failed"
+	return "self-check failed"
 }

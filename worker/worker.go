@@ -179,12 +179,25 @@ func (w *Worker) Wait() error {
 func (w *Worker) checkEngines(ctx context.Context) {
 	a := w.cfg.Engines.Check(ctx, w.cfg.Tools)
 	w.mu.Lock()
+	prev, first := w.avail, w.avail.Missing == nil
 	w.avail = a
 	w.mu.Unlock()
-	// Only the public reason is announced, and so reaches API callers; the detail (paths,
-	// the tool's output) stays in this log.
+	// What each model's check found at start is logged once by whoever starts the worker
+	// (app logs doctor's findings); the checks after it log what changed. Only the public
+	// reason is announced, and so reaches API callers; the detail (paths, the tool's
+	// output) stays in this log.
+	if first {
+		return
+	}
 	for m, why := range a.Missing {
-		w.log.Info("model unavailable on this worker", "model", m, "reason", why, "detail", a.Detail[m])
+		if prev.Missing[m] != why {
+			w.log.Info("model unavailable on this worker", "model", m, "reason", why, "detail", a.Detail[m])
+		}
+	}
+	for _, m := range a.Models {
+		if _, was := prev.Missing[m]; was {
+			w.log.Info("model available again on this worker", "model", m)
+		}
 	}
 }
 

@@ -143,9 +143,15 @@ func models(ctx context.Context, inv *invocation, args []string) error {
 		return cl.printJSON(cat)
 	}
 	tw := tabwriter.NewWriter(cl.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MODEL\tKIND\tAVAILABLE\tMAX RESIDUES\tNAME")
+	// The reason comes last: it is the longest column, and a terminal that wraps it leaves
+	// the others aligned.
+	fmt.Fprintln(tw, "MODEL\tKIND\tAVAILABLE\tMAX RESIDUES\tNAME\tREASON")
 	for _, m := range cat.Models {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", m.ID, m.Kind, yesNo(m.Available), m.MaxResidues, m.Name)
+		reason := ""
+		if m.UnavailableReason != nil {
+			reason = *m.UnavailableReason
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", m.ID, m.Kind, yesNo(m.Available), m.MaxResidues, m.Name, reason)
 	}
 	fmt.Fprintln(tw, "\nPROTOCOL\tMODEL\tREQUIRES\t\t")
 	for _, p := range cat.Protocols {

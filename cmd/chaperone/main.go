@@ -37,6 +37,7 @@ var root = &command{
 	subcommands: []*command{
 		{name: "serve", summary: "run the API and an in-process worker", args: "[flags]", run: serve},
 		{name: "worker", summary: "run jobs of a server on this machine (a GPU node)", args: "--server URL --token T [flags]", run: runWorker},
+		{name: "doctor", summary: "check this machine as a worker: per model its tool, version, weights and GPU memory, and why not", args: "[--server URL --token T] [--json] [flags]", run: doctorCommand},
 		{name: "keys", summary: "issue, list and revoke API keys and worker tokens, on the server's machine", args: "<command> [arguments] [flags]", subcommands: []*command{
 			{name: "create", summary: "issue an API key (printed once); --worker: a worker token", args: "--name NAME [--worker] [flags]", run: keysCreate},
 			{name: "list", summary: "list keys (never the keys themselves)", args: "[flags]", run: keysList},

@@ -102,7 +102,7 @@ func (e *Engine) Check(ctx context.Context, tools engine.Tools) error {
 		return err
 	}
 	if _, err := checkpoint(tools); err != nil {
-		return &engine.CheckError{Public: "the OpenFold3 checkpoint was not found", Detail: err.Error()}
+		return &engine.CheckError{Public: "weights missing: the OpenFold3 checkpoint " + checkpointName, Detail: err.Error()}
 	}
 	if path, err := e.predict.Path(tools); err == nil {
 		e.probeCuEquivariance(ctx, path)
@@ -113,11 +113,25 @@ func (e *Engine) Check(ctx context.Context, tools engine.Tools) error {
 // checkpoint is the checkpoint file the tool will load: the operator's, else where
 // OpenFold3 itself looks. The error names no server path: it reaches API callers.
 func checkpoint(tools engine.Tools) (string, error) {
-	if p := tools[CheckpointTool]; p != "" {
-		if info, err := os.Stat(p); err != nil || info.IsDir() {
+	p, err := checkpointPlace(tools)
+	if err != nil {
+		return "", err
+	}
+	if info, err := os.Stat(p); err != nil || info.IsDir() {
+		if tools[CheckpointTool] != "" {
 			return "", fmt.Errorf("the OpenFold3 checkpoint given with --tool %s is not a file; download %s "+
 				"(aws s3 cp s3://openfold/openfold3_params/%s . --no-sign-request)", CheckpointTool, checkpointName, checkpointName)
 		}
+		return "", fmt.Errorf("the OpenFold3 checkpoint %s is not installed on this worker: run setup_openfold, put it in "+
+			"$%s (default ~/.openfold3), or give it with --tool %s=PATH", checkpointName, cacheEnv, CheckpointTool)
+	}
+	return p, nil
+}
+
+// checkpointPlace is where the checkpoint should be: the operator's path, else
+// $OPENFOLD_CACHE or ~/.openfold3, or the folder a ckpt_root file there names.
+func checkpointPlace(tools engine.Tools) (string, error) {
+	if p := tools[CheckpointTool]; p != "" {
 		return p, nil
 	}
 	dir := os.Getenv(cacheEnv)
@@ -131,12 +145,7 @@ func checkpoint(tools engine.Tools) (string, error) {
 	if b, err := os.ReadFile(filepath.Join(dir, ckptRootFile)); err == nil && strings.TrimSpace(string(b)) != "" {
 		dir = strings.TrimSpace(string(b))
 	}
-	p := filepath.Join(dir, checkpointName)
-	if info, err := os.Stat(p); err != nil || info.IsDir() {
-		return "", fmt.Errorf("the OpenFold3 checkpoint %s is not installed on this worker: run setup_openfold, put it in "+
-			"$%s (default ~/.openfold3), or give it with --tool %s=PATH", checkpointName, cacheEnv, CheckpointTool)
-	}
-	return p, nil
+	return filepath.Join(dir, checkpointName), nil
 }
 
 // probeCuEquivariance learns whether the Python that runs the tool can import
@@ -156,7 +165,7 @@ func (e *Engine) probeCuEquivariance(ctx context.Context, tool string) {
 		return
 	}
 	found := false
-	if python := interpreter(tool); python != "" {
+	if python := toolkit.Interpreter(tool); python != "" {
 		ctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, python, "-c",
@@ -186,29 +195,6 @@ func fileStamp(path string) (string, bool) {
 		return "", false
 	}
 	return fmt.Sprintf("%s %d %d", path, info.Size(), info.ModTime().UnixNano()), true
-}
-
-// interpreter is the program a script's #! line names, or "" for a binary.
-func interpreter(path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	b := make([]byte, 256)
-	n, _ := f.Read(b)
-	line, _, _ := strings.Cut(string(b[:n]), "\n")
-	if !strings.HasPrefix(line, "#!") {
-		return ""
-	}
-	fields := strings.Fields(line[2:])
-	if len(fields) == 0 {
-		return ""
-	}
-	if filepath.Base(fields[0]) == "env" && len(fields) > 1 {
-		return fields[1]
-	}
-	return fields[0]
 }
 
 // Run predicts every target of the job in one run_openfold predict, after searching the

@@ -1,11 +1,17 @@
 package protenix
 
+import "github.com/chaperone-bio/chaperone/engine"
+
 // flavor is what one model's run differs in between Protenix and OpenDDE.
 type flavor struct {
 	model   string // the catalog model
 	command string // the upstream command, also the engine's name and its key in Tools
 	install string
 	needs   string
+	// tested is the release of the tool's Python package (named as the command) whose
+	// source the engine was written against; memory what its model needs on the GPU.
+	tested string
+	memory engine.Memory
 	// modelName is the tool's --model_name.
 	modelName string
 	// options are every option the engine passes to `<command> pred`.
@@ -34,8 +40,12 @@ var commonOptions = []string{"--input", "--out_dir", "--seeds", "--cycle", "--st
 
 var protenixFlavor = &flavor{
 	model: "protenix-v2", command: "protenix",
-	install:   `Protenix (pip install protenix)`,
-	needs:     "Protenix 2 (pip install -U protenix)",
+	install: `Protenix (pip install protenix)`,
+	needs:   "Protenix 2 (pip install -U protenix)",
+	tested:  "2.0.0",
+	// Protenix's cost table (docs/training_inference_instructions.md): 18.2 GB at 1,000
+	// tokens in BF16, 66.6 GB at 2,000.
+	memory:    engine.Memory{GB: 19, Basis: "about 19 GB at the catalog's 1,024 tokens: 18.2 GB at 1,000 tokens in Protenix's cost table"},
 	modelName: "protenix-v2",
 	options:   append(commonOptions[:len(commonOptions):len(commonOptions)], "--msa_server_mode"),
 	// upstream's defaults: bf16 with cuEquivariance; off: fp32 and plain PyTorch.
@@ -47,8 +57,12 @@ var protenixFlavor = &flavor{
 
 var openDDEFlavor = &flavor{
 	model: "opendde", command: "opendde",
-	install:   `OpenDDE (uv pip install --torch-backend cu126 "opendde[gpu]")`,
-	needs:     "OpenDDE 1.0.2 or newer (pip install -U opendde)",
+	install: `OpenDDE (uv pip install --torch-backend cu126 "opendde[gpu]")`,
+	needs:   "OpenDDE 1.0.2 or newer (pip install -U opendde)",
+	tested:  "1.0.2",
+	// OpenDDE's docs/foldcp_e2e_baseline.md: single-GPU peak 66.9 GiB at 1,001 tokens
+	// (BF16, A800 80 GB).
+	memory:    engine.Memory{GB: 72, Basis: "about 72 GB at the catalog's 1,024 tokens: a peak of 66.9 GiB at 1,001 tokens in OpenDDE's benchmark"},
 	modelName: "opendde_v1",
 	options:   append(commonOptions[:len(commonOptions):len(commonOptions)], "--device"),
 	// bf16 either way: upstream's fp32 default needs about twice the memory (catalog).
@@ -64,7 +78,7 @@ var openDDEAbAgFlavor = func() *flavor {
 	f.model = "opendde-abag"
 	f.options = append(f.options[:len(f.options):len(f.options)], "--load_checkpoint_path")
 	f.checkpoint = "opendde_abag.pt"
-	f.missingCheckpoint = "OpenDDE's antibody-antigen checkpoint opendde_abag.pt is not in the checkpoint folder of " +
+	f.missingCheckpoint = "weights missing: OpenDDE's antibody-antigen checkpoint opendde_abag.pt is not in the checkpoint folder of " +
 		"OpenDDE's data root ($OPENDDE_ROOT_DIR, default ~/.cache/opendde); download it from " +
 		"https://huggingface.co/aurekaresearch/OpenDDE into that folder"
 	return &f

@@ -46,6 +46,8 @@ type model struct {
 	// job leaves them out (the catalog's numbers for it).
 	loops, steps int
 	params       int64 // parameter count, for the driver's estimate of the memory a load needs
+	// repos are the Hugging Face repositories from_pretrained downloads for it.
+	repos []string
 }
 
 // spec is the model as a request names it to the driver.
@@ -61,6 +63,7 @@ func (m model) spec(fast bool) map[string]any {
 type Engine struct {
 	name    string // the engine's and its tool's name: the package the interpreter imports
 	install string // how to install the package, for the message when it is missing
+	tested  string // the package release the engine was written against; "" when none is known
 	models  []model
 	msa     Config       // the esm engine's alignment server and cache
 	http    *http.Client // for the alignment server
@@ -91,12 +94,18 @@ func ESM(cfg Config) *Engine {
 		http:    &http.Client{Timeout: time.Minute},
 		name:    "esm",
 		install: `the esm package (pip install "esm @ git+https://github.com/Biohub/esm.git")`,
+		// Biohub/esm at b6b0e88, whose pyproject says 3.3.0 (research brief §4, §8).
+		tested: "3.3",
+		// ESMFold2 also pulls its ESMC-6B backbone (ESMFold2Config.esmc_id); ESM C's weights
+		// are the repositories esm/pretrained.py loads.
 		models: []model{
-			{id: "esmfold2", loader: "esmfold2", name: "biohub/ESMFold2", loops: 10, steps: 100, params: 7_000_000_000},
-			{id: "esmfold2-fast", loader: "esmfold2", name: "biohub/ESMFold2-Fast", loops: 10, steps: 100, params: 6_500_000_000},
-			{id: "esmc-300m", loader: "esmc", name: "esmc_300m", dModel: 960, params: 300_000_000},
-			{id: "esmc-600m", loader: "esmc", name: "esmc_600m", dModel: 1152, params: 600_000_000},
-			{id: "esmc-6b", loader: "esmc", name: "esmc_6b", dModel: 2560, params: 6_000_000_000},
+			{id: "esmfold2", loader: "esmfold2", name: "biohub/ESMFold2", loops: 10, steps: 100, params: 7_000_000_000,
+				repos: []string{"biohub/ESMFold2", "biohub/ESMC-6B"}},
+			{id: "esmfold2-fast", loader: "esmfold2", name: "biohub/ESMFold2-Fast", loops: 10, steps: 100, params: 6_500_000_000,
+				repos: []string{"biohub/ESMFold2-Fast", "biohub/ESMC-6B"}},
+			{id: "esmc-300m", loader: "esmc", name: "esmc_300m", dModel: 960, params: 300_000_000, repos: []string{"biohub/esmc-300m-2024-12"}},
+			{id: "esmc-600m", loader: "esmc", name: "esmc_600m", dModel: 1152, params: 600_000_000, repos: []string{"biohub/esmc-600m-2024-12"}},
+			{id: "esmc-6b", loader: "esmc", name: "esmc_6b", dModel: 2560, params: 6_000_000_000, repos: []string{"biohub/esmc-6b-2024-12"}},
 		},
 		checked: map[string]string{},
 	}
@@ -108,8 +117,10 @@ func Transformers() *Engine {
 		name:    "transformers",
 		install: "Hugging Face transformers with PyTorch (pip install transformers torch)",
 		models: []model{
-			{id: "saprot-650m", loader: "saprot", name: "westlake-repl/SaProt_650M_AF2", dModel: 1280, params: 650_000_000},
-			{id: "saprot-1.3b", loader: "saprot", name: "westlake-repl/SaProt_1.3B_AF2", dModel: 1280, params: 1_300_000_000},
+			{id: "saprot-650m", loader: "saprot", name: "westlake-repl/SaProt_650M_AF2", dModel: 1280, params: 650_000_000,
+				repos: []string{"westlake-repl/SaProt_650M_AF2"}},
+			{id: "saprot-1.3b", loader: "saprot", name: "westlake-repl/SaProt_1.3B_AF2", dModel: 1280, params: 1_300_000_000,
+				repos: []string{"westlake-repl/SaProt_1.3B_AF2"}},
 		},
 		checked: map[string]string{},
 	}

@@ -82,12 +82,12 @@ func (t *Tool) Check(ctx context.Context, tools engine.Tools) error {
 	out, err := cmd.CombinedOutput()
 	command := strings.Join(append([]string{path}, t.Subcommand...), " ")
 	if err != nil {
-		return &engine.CheckError{Public: fmt.Sprintf("the %s command is installed but fails its self-check", t.Name),
+		return &engine.CheckError{Public: fmt.Sprintf("self-check failed: the %s command is installed but its --help fails", t.Name),
 			Detail: fmt.Sprintf("%s --help failed (%v): %s", command, err, lastLines(string(out), 5))}
 	}
 	for _, opt := range t.Options {
 		if !listsOption(string(out), opt) {
-			return &engine.CheckError{Public: fmt.Sprintf("the installed %s command is not the version this engine needs (%s)", t.Name, t.Needs),
+			return &engine.CheckError{Public: fmt.Sprintf("self-check failed: the installed %s command is not the version this engine needs (%s)", t.Name, t.Needs),
 				Detail: fmt.Sprintf("%s has no %s option; this engine needs %s", command, opt, t.Needs)}
 		}
 	}

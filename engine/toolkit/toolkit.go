@@ -2,7 +2,8 @@
 // reads like a filled-in form:
 //
 //   - Tool: the upstream command, found as the operator's --tool NAME=PATH or on PATH, and
-//     checked (cached) by its --help listing every option the engine passes;
+//     checked (cached) by its --help listing every option the engine passes; its Diagnose
+//     with PackageVersion, FileWeights and HFWeights, what an engine tells doctor;
 //   - DecodeParams and PredictParams: a job's params in the engine's own struct, integers
 //     as ints whether the params come from the catalog or back from the job store;
 //   - ReadPythonJSON: the JSON Python's json module writes, NaN and Infinity read as null;

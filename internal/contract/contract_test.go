@@ -156,10 +156,10 @@ func catalog() []byte {
 	return object(map[string]any{
 		"object": "catalog", "api_version": "1.0.0", "msa_server": "https://api.colabfold.com",
 		"models": []any{
-			map[string]any{"id": "boltz2", "kind": "predict", "name": "Boltz-2", "available": true,
+			map[string]any{"id": "boltz2", "kind": "predict", "name": "Boltz-2", "available": true, "unavailable_reason": nil,
 				"max_residues": 1024, "measured_wall": 311, "capabilities": caps, "fast": "bf16 kernels",
 				"params": map[string]any{"diffusion_samples": param}},
-			map[string]any{"id": "esmc-300m", "kind": "embed", "name": "ESM C 300M", "available": false,
+			map[string]any{"id": "esmc-300m", "kind": "embed", "name": "ESM C 300M", "available": false, "unavailable_reason": "no worker is connected",
 				"max_residues": nil, "measured_wall": nil, "capabilities": caps, "fast": "", "d_model": 960,
 				"params": map[string]any{}},
 		},

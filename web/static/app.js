@@ -228,7 +228,7 @@ function modelOption(m) {
 
 function availabilityNote(m) {
   return m && !m.available
-    ? h("p", { class: "note" }, `${m.name} is unavailable: no worker of this server can run it right now (its tool is not installed or failed its self-check). Jobs can be submitted and wait in the queue until one can.`)
+    ? h("p", { class: "note" }, `${m.name} is unavailable: ${m.unavailable_reason || "no worker of this server can run it right now"}. The server refuses jobs for it (503) until a worker that can run it is connected.`)
     : null;
 }
 

@@ -117,6 +117,25 @@ func (c *Client) post(ctx context.Context, path string, in, out any) error {
 	return nil
 }
 
+// Token asks the server whether it accepts the client's token as a worker token, changing
+// nothing there: ErrUnauthorized when it does not.
+func (c *Client) Token(ctx context.Context) (TokenInfo, error) {
+	var info TokenInfo
+	req, err := c.request(ctx, http.MethodGet, pathToken, nil)
+	if err != nil {
+		return info, err
+	}
+	res, err := c.send(req)
+	if err != nil {
+		return info, err
+	}
+	defer res.Body.Close()
+	if err := json.NewDecoder(res.Body).Decode(&info); err != nil {
+		return info, fmt.Errorf("remote: reading the answer to %s: %w", pathToken, err)
+	}
+	return info, nil
+}
+
 // Announce implements worker.Queue.
 func (c *Client) Announce(ctx context.Context, a worker.Announcement) (worker.Timing, error) {
 	var t worker.Timing

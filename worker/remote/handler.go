@@ -63,6 +63,7 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 	h.mux.HandleFunc("POST "+pathRelease, h.release)
 	h.mux.HandleFunc("POST "+pathHandBack, h.handBack)
 	h.mux.HandleFunc("POST "+pathRemove, h.remove)
+	h.mux.HandleFunc("GET "+pathToken, h.token)
 	h.mux.HandleFunc("POST "+Prefix+"jobs/{id}/attempts/{attempt}/log", h.appendLog)
 	h.mux.HandleFunc("PUT "+Prefix+"jobs/{id}/attempts/{attempt}/artifacts/{path...}", h.putArtifact)
 	h.mux.HandleFunc("HEAD "+Prefix+"jobs/{id}/attempts/{attempt}/artifacts/{path...}", h.uploadOffset)
@@ -210,6 +211,11 @@ func (h *Handler) announce(w http.ResponseWriter, r *http.Request) {
 		a.WorkerID = scoped(ctx, a.WorkerID)
 		return h.cfg.Queue.Announce(ctx, a)
 	})(w, r)
+}
+
+// token answers a request whose worker token was accepted with the token's name.
+func (h *Handler) token(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, TokenInfo{Name: r.Context().Value(tokenName{}).(string)})
 }
 
 func (h *Handler) lease(w http.ResponseWriter, r *http.Request) {

@@ -33,6 +33,8 @@ const (
 	pathRelease   = Prefix + "release"
 	pathHandBack  = Prefix + "hand-back"
 	pathRemove    = Prefix + "remove"
+	// pathToken answers who a token is and changes nothing, for `chaperone doctor`.
+	pathToken = Prefix + "token"
 )
 
 // attemptPath is the base of the endpoints about one attempt: its log and its artifacts.
@@ -64,6 +66,12 @@ type errorBody struct {
 // workerRef names a worker in release and remove.
 type workerRef struct {
 	WorkerID string `json:"worker_id"`
+}
+
+// TokenInfo is what the server knows of a worker token.
+type TokenInfo struct {
+	// Name is the token's name, under which the server records the workers that use it.
+	Name string `json:"name"`
 }
 
 // ErrUnauthorized is the answer to a missing, unknown, revoked or non-worker token.

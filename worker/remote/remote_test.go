@@ -144,6 +144,10 @@ func TestTokens(t *testing.T) {
 			if !errors.Is(err, tc.want) {
 				t.Errorf("Announce with %s: error = %v, want %v", tc.name, err, tc.want)
 			}
+			info, err := client(t, url, tc.token).Token(t.Context())
+			if !errors.Is(err, tc.want) || (err == nil && info.Name != "gpu-node-1") {
+				t.Errorf("Token with %s: %+v, %v; want %v", tc.name, info, err, tc.want)
+			}
 		})
 	}
 }

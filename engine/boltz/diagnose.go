@@ -1,0 +1,43 @@
+package boltz
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+
+	"github.com/chaperone-bio/chaperone/engine"
+	"github.com/chaperone-bio/chaperone/engine/toolkit"
+)
+
+// testedVersion is the Boltz release whose source the engine was written against (2.2.0,
+// research brief §1); its patch releases share the command line.
+const testedVersion = "2.2"
+
+var _ engine.Diagnoser = (*Engine)(nil)
+
+// Diagnose reports the boltz command, its version, and the weights in Boltz's cache
+// ($BOLTZ_CACHE, else ~/.boltz: main.py's get_cache_path), which boltz predict downloads
+// on first run when they are missing.
+func (e *Engine) Diagnose(ctx context.Context, tools engine.Tools) engine.Diagnosis {
+	d := e.tool.Diagnose(ctx, tools, "boltz", testedVersion)
+	cache := os.Getenv("BOLTZ_CACHE")
+	if cache == "" {
+		cache = filepath.Join(toolkit.Home(), ".boltz")
+	}
+	models := e.Models()
+	const hub = "https://huggingface.co/boltz-community/boltz-2/resolve/main/"
+	d.Weights = []engine.Weights{
+		toolkit.FileWeights(models, "boltz2_conf.ckpt (the structure model)", filepath.Join(cache, "boltz2_conf.ckpt"), true,
+			"curl -LO "+hub+"boltz2_conf.ckpt into the cache folder ($BOLTZ_CACHE or ~/.boltz)"),
+		toolkit.FileWeights(models, "boltz2_aff.ckpt (the affinity model)", filepath.Join(cache, "boltz2_aff.ckpt"), true,
+			"curl -LO "+hub+"boltz2_aff.ckpt into the cache folder ($BOLTZ_CACHE or ~/.boltz)"),
+		toolkit.FileWeights(models, "mols/ (the CCD molecules of mols.tar)", filepath.Join(cache, "mols"), true,
+			"curl -LO "+hub+"mols.tar and unpack it in the cache folder ($BOLTZ_CACHE or ~/.boltz)"),
+	}
+	d.Memory = map[string]engine.Memory{
+		// No official figure: Boltz's maintainer says 24 GB is not enough for 1,400 residues
+		// (jwohlwend/boltz#236), and users fold about 1,200 on a 40 GB A100 (#104).
+		"boltz2": {GB: 40, Basis: "about 1,200 residues fit 40 GB and 24 GB is too little for 1,400 (Boltz issues #104, #236; no official figure)"},
+	}
+	return d
+}
