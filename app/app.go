@@ -329,7 +329,7 @@ func NewWorker(cfg WorkerConfig) (*worker.Worker, error) {
 	if cfg.Slots == 0 {
 		cfg.Slots = max(1, len(GPUs()))
 	}
-	limits := catalog.New(cfg.Limits).Limits
+	runtime, stall := Caps(cfg.Limits)
 	return worker.New(worker.Config{
 		ID:       cfg.ID,
 		Slots:    cfg.Slots,
@@ -339,14 +339,21 @@ func NewWorker(cfg WorkerConfig) (*worker.Worker, error) {
 		Queue:    cfg.Queue,
 		WorkDir:  filepath.Join(cfg.DataDir, "work"),
 		CacheDir: filepath.Join(cfg.DataDir, "cache"),
-		Runtime: map[job.Kind]time.Duration{
-			job.PredictKind: limits.PredictRuntime,
-			job.DesignKind:  limits.DesignRuntime,
-			job.EmbedKind:   limits.EmbedRuntime,
-		},
-		Stall:  limits.Stall,
-		Logger: cfg.Logger,
+		Runtime:  runtime,
+		Stall:    stall,
+		Logger:   cfg.Logger,
 	}), nil
+}
+
+// Caps are the runtime cap per job kind and the stall cap of limits, whose zero fields
+// take the catalog's defaults: what a worker holds the jobs it runs to.
+func Caps(l catalog.Limits) (runtime map[job.Kind]time.Duration, stall time.Duration) {
+	limits := catalog.New(l).Limits
+	return map[job.Kind]time.Duration{
+		job.PredictKind: limits.PredictRuntime,
+		job.DesignKind:  limits.DesignRuntime,
+		job.EmbedKind:   limits.EmbedRuntime,
+	}, limits.Stall
 }
 
 // Drain stops the in-process worker taking work and returns once its running jobs ended, or

@@ -81,6 +81,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = keys(args[1:], stdout, stderr)
 	case "worker":
 		err = runWorker(args[1:], stderr)
+	case "slurm-job": // the script of the Slurm executor's batch jobs; not for people
+		err = slurmJob(args[1:], stderr)
 	case "predict", "design", "embed", "jobs", "models":
 		return clientCommand(args, stdout, stderr)
 	case "version":

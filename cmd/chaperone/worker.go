@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/chaperone-bio/chaperone/app"
 	"github.com/chaperone-bio/chaperone/engine"
@@ -31,6 +32,21 @@ func runWorker(args []string, stderr io.Writer) error {
 	msaServer := fs.String("msa-server", env("CHAPERONE_MSA_SERVER", engine.DefaultMSAServer), "ColabFold-compatible MMseqs2 server for use_msa_server (CHAPERONE_MSA_SERVER)")
 	tools := toolsFlag(fs)
 	drainTimeout := drainFlag(fs)
+	useSlurm := fs.Bool("slurm", false, "hand each job to Slurm (sbatch) instead of running it here: for a login node in front of a Slurm cluster")
+	var sc slurmConfig
+	fs.StringVar(&sc.dir, "slurm-dir", env("CHAPERONE_SLURM_DIR", ""), "with --slurm: folder of the jobs' folders, on a filesystem the compute nodes share (CHAPERONE_SLURM_DIR)")
+	fs.StringVar(&sc.submit.Partition, "slurm-partition", "", "with --slurm: sbatch --partition")
+	fs.StringVar(&sc.submit.Account, "slurm-account", "", "with --slurm: sbatch --account, the allocation the jobs are charged to")
+	fs.IntVar(&sc.submit.GPUs, "slurm-gpus", 0, "with --slurm: sbatch --gpus, GPUs per job (0: none asked)")
+	fs.StringVar(&sc.submit.Gres, "slurm-gres", "", "with --slurm: sbatch --gres, e.g. gpu:a100:1")
+	fs.Func("slurm-option", "with --slurm: one more sbatch option, e.g. --qos=high; repeatable", func(v string) error {
+		sc.submit.Options = append(sc.submit.Options, v)
+		return nil
+	})
+	fs.StringVar(&sc.submit.Time, "slurm-time", "", "with --slurm: sbatch --time for every job, in Slurm's format; default: the job's runtime cap plus --slurm-time-margin")
+	fs.DurationVar(&sc.submit.TimeMargin, "slurm-time-margin", 5*time.Minute, "with --slurm: added to the runtime cap for the Slurm time limit, so that chaperone's cap ends a job first")
+	fs.StringVar(&sc.binary, "slurm-binary", "", "with --slurm: this chaperone binary as the compute nodes see it; default: this binary's path, which must be on the shared filesystem")
+	fs.StringVar(&sc.models, "slurm-models", "", "with --slurm: comma-separated models to offer; default: every built-in model (the tools are checked on the compute nodes)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -53,6 +69,10 @@ func runWorker(args []string, stderr io.Writer) error {
 		return usageError{err}
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if *useSlurm {
+		sc.id, sc.slots, sc.msaServer, sc.tools = *id, *slots, msaURL, tools
+		return runSlurmExecutor(sc, queue, logger, *drainTimeout)
+	}
 
 	w, err := app.NewWorker(app.WorkerConfig{ID: *id, Slots: *slots, DataDir: *data,
 		Engines: builtinEngines(msaURL), Tools: tools, Queue: queue, Logger: logger})
