@@ -16,12 +16,13 @@ import (
 	"github.com/chaperone-bio/chaperone/worker"
 )
 
-// jobFolder writes the folder of a lease as the executor does, and returns it.
-func jobFolder(t *testing.T, name string) (*Executor, *tracked) {
+// jobFolder writes the folder of a lease as the executor does, and returns it. The batch
+// job takes its executor for gone once alive is ttl old.
+func jobFolder(t *testing.T, name string, ttl time.Duration) (*Executor, *tracked) {
 	t.Helper()
 	e := New(Config{WorkerID: "login-1", Dir: t.TempDir(), Binary: "/shared/bin/chaperone",
 		Runtime: map[job.Kind]time.Duration{job.PredictKind: time.Minute}})
-	e.timing = worker.Timing{LeaseTTL: time.Second, Heartbeat: 50 * time.Millisecond}
+	e.timing = worker.Timing{LeaseTTL: ttl, Heartbeat: 50 * time.Millisecond}
 	l := worker.Lease{Fence: worker.Fence{JobID: "J1", Attempt: 1}, Kind: job.PredictKind, Name: name,
 		RunModel: "boltz2", Total: 1, Input: job.Input{Sequence: "MKTAYIAK"}}
 	tr := &tracked{lease: l, dir: filepath.Join(e.cfg.Dir, folderName(l.Fence))}
@@ -45,7 +46,7 @@ func runBatch(t *testing.T, dir string) {
 // the artifacts at their paths, the log and the progress.
 func TestAFolderCarriesABatchJobToTheExecutor(t *testing.T) {
 	t.Parallel()
-	e, tr := jobFolder(t, "slow:5")
+	e, tr := jobFolder(t, "slow:5", time.Minute)
 	script, err := os.ReadFile(filepath.Join(tr.dir, fileScript))
 	if err != nil || !strings.Contains(string(script), "exec '/shared/bin/chaperone' slurm-job '"+tr.dir+"'\n") {
 		t.Fatalf("job.sh: %v %s", err, script)
@@ -88,7 +89,7 @@ func TestAFolderCarriesABatchJobToTheExecutor(t *testing.T) {
 // processes end and it writes no outcome.
 func TestABatchJobStopsWhenItsExecutorIsGone(t *testing.T) {
 	t.Parallel()
-	_, tr := jobFolder(t, "hang")
+	_, tr := jobFolder(t, "hang", time.Second)
 	start := time.Now()
 	runBatch(t, tr.dir) // alive is never touched again: it goes stale after the TTL
 	if took := time.Since(start); took > 10*time.Second {
