@@ -16,8 +16,9 @@ import (
 // RunBatch runs the job of the folder dir on this node, inside its Slurm batch job
 // (`chaperone slurm-job DIR`), with the engines the run spec's MSA server gives: the worker
 // package runs it (engine, caps, progress, log, upload, panic guard) through a queue that
-// writes to the folder. It returns once the job ended; ending ctx (Slurm's SIGTERM at a
-// cancel or the time limit) stops the job's processes first.
+// writes to the folder. It returns once the job ended. Ending ctx (Slurm's SIGTERM at a
+// cancel or the time limit) stops the job as a lost lease, within a heartbeat: its
+// processes end, and the executor, not the batch job, says what became of it.
 func RunBatch(ctx context.Context, dir string, engines func(msaServer string) []engine.Engine, logger *slog.Logger) error {
 	var l worker.Lease
 	if err := readJSON(filepath.Join(dir, fileLease), &l); err != nil {
@@ -31,7 +32,7 @@ func RunBatch(ctx context.Context, dir string, engines func(msaServer string) []
 	if err != nil {
 		return err
 	}
-	q := &folderQueue{dir: dir, ttl: spec.Timing.LeaseTTL, now: time.Now}
+	q := &folderQueue{dir: dir, ttl: spec.Timing.LeaseTTL, now: time.Now, stop: ctx.Done()}
 	host, _ := os.Hostname()
 	// The log shows that, and where, the job ran under Slurm.
 	if err := q.AppendLog(ctx, l.Fence, fmt.Appendf(nil, "== chaperone: running as Slurm job %s on node %s ==\n",
@@ -49,6 +50,9 @@ func RunBatch(ctx context.Context, dir string, engines func(msaServer string) []
 		Stall:   spec.Stall,
 		Logger:  logger,
 	})
-	w.RunLease(ctx, &l, spec.Timing)
+	w.RunLease(context.WithoutCancel(ctx), &l, spec.Timing)
+	if ctx.Err() != nil {
+		return q.AppendLog(context.Background(), l.Fence, []byte("== chaperone: Slurm stopped the batch job ==\n"))
+	}
 	return nil
 }

@@ -98,9 +98,10 @@ func readJSON(path string, v any) error {
 // server into the job's folder, from where the executor forwards it. The server's fence is
 // the executor's to keep; here a lease is lost only when the executor is gone.
 type folderQueue struct {
-	dir string
-	ttl time.Duration // how long alive may go untouched
-	now func() time.Time
+	dir  string
+	ttl  time.Duration // how long alive may go untouched
+	now  func() time.Time
+	stop <-chan struct{} // closed when Slurm stops the batch job
 }
 
 var _ worker.Queue = (*folderQueue)(nil)
@@ -115,10 +116,15 @@ func (q *folderQueue) Lease(context.Context, worker.LeaseRequest) (*worker.Lease
 	return nil, errNotInBatchJob
 }
 
-// Heartbeat records the progress, and refuses the lease once the executor has not touched
-// alive for a lease TTL: an executor gone for good leaves no batch job burning its
-// allocation.
+// Heartbeat records the progress. It refuses the lease once Slurm stopped the batch job,
+// and once the executor has not touched alive for a lease TTL: an executor gone for good
+// leaves no batch job burning its allocation.
 func (q *folderQueue) Heartbeat(_ context.Context, hb worker.Heartbeat) error {
+	select {
+	case <-q.stop:
+		return job.ErrLeaseLost
+	default:
+	}
 	st, err := os.Stat(filepath.Join(q.dir, fileAlive))
 	if err != nil || q.now().Sub(st.ModTime()) > q.ttl {
 		return job.ErrLeaseLost

@@ -32,10 +32,12 @@ func jobFolder(t *testing.T, name string, ttl time.Duration) (*Executor, *tracke
 	return e, tr
 }
 
-func runBatch(t *testing.T, dir string) {
+// runBatch runs the folder's job as `chaperone slurm-job` does, until it ends or for up
+// to limit, as if Slurm sent SIGTERM then.
+func runBatch(t *testing.T, dir string, limit time.Duration) {
 	t.Helper()
 	engines := func(string) []engine.Engine { return []engine.Engine{enginetest.New("boltz2")} }
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	if err := RunBatch(ctx, dir, engines, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 		t.Fatal(err)
@@ -51,7 +53,7 @@ func TestAFolderCarriesABatchJobToTheExecutor(t *testing.T) {
 	if err != nil || !strings.Contains(string(script), "exec '/shared/bin/chaperone' slurm-job '"+tr.dir+"'\n") {
 		t.Fatalf("job.sh: %v %s", err, script)
 	}
-	runBatch(t, tr.dir)
+	runBatch(t, tr.dir, 30*time.Second)
 
 	var outcome worker.Completion
 	if err := readJSON(filepath.Join(tr.dir, fileOutcome), &outcome); err != nil {
@@ -91,11 +93,31 @@ func TestABatchJobStopsWhenItsExecutorIsGone(t *testing.T) {
 	t.Parallel()
 	_, tr := jobFolder(t, "hang", time.Second)
 	start := time.Now()
-	runBatch(t, tr.dir) // alive is never touched again: it goes stale after the TTL
+	runBatch(t, tr.dir, 30*time.Second) // alive is never touched again: it goes stale after the TTL
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("the batch job took %s to notice", took)
 	}
 	if _, err := os.Stat(filepath.Join(tr.dir, fileOutcome)); !os.IsNotExist(err) {
 		t.Errorf("outcome.json of a lost lease: %v", err)
+	}
+}
+
+// Slurm's SIGTERM (a cancel, the time limit) stops the job without an outcome, and its log
+// says so, not that the job returns to the queue: what becomes of it is the executor's
+// to say, from Slurm's record.
+func TestABatchJobStoppedBySlurmLeavesItsEndToTheExecutor(t *testing.T) {
+	t.Parallel()
+	_, tr := jobFolder(t, "hang", time.Minute)
+	start := time.Now()
+	runBatch(t, tr.dir, time.Second)
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the batch job took %s to stop", took)
+	}
+	if _, err := os.Stat(filepath.Join(tr.dir, fileOutcome)); !os.IsNotExist(err) {
+		t.Errorf("outcome.json of a stopped batch job: %v", err)
+	}
+	log, _ := os.ReadFile(filepath.Join(tr.dir, fileLog))
+	if !strings.HasSuffix(string(log), "== chaperone: Slurm stopped the batch job ==\n") || strings.Contains(string(log), "returns to the queue") {
+		t.Errorf("log:\n%s", log)
 	}
 }
