@@ -201,6 +201,10 @@ func TestSlurmTimeLimitFailsTheJob(t *testing.T) {
 	mustf(t, j["error"] == "Slurm stopped the job at its time limit of 0:01:00", "job %v", j)
 	ids := slurmJobs(t, id)
 	mustf(t, len(ids) == 1 && slurmState(t, ids[0]) == "TIMEOUT", "Slurm jobs %v", ids)
+	log := s.logOf(id)
+	mustf(t, strings.Contains(log, "== chaperone: Slurm stopped the batch job ==") &&
+		strings.Contains(log, "== chaperone: job failed: Slurm stopped the job at its time limit of 0:01:00 ==") &&
+		!strings.Contains(log, "returns to the queue"), "log:\n%s", log)
 }
 
 // sbatch refusing a job (here: a partition the cluster does not have) fails it with

@@ -478,6 +478,9 @@ func (e *Executor) cancel(ctx context.Context, t *tracked) {
 	}
 }
 
+// logChunk is the most of a job log that one append carries.
+const logChunk = 1 << 20
+
 // forwardLog appends what the batch job added to its log since the last call, and
 // reports whether there was any.
 func (e *Executor) forwardLog(ctx context.Context, t *tracked) bool {
@@ -486,22 +489,25 @@ func (e *Executor) forwardLog(ctx context.Context, t *tracked) bool {
 		return false
 	}
 	defer f.Close()
-	p, err := io.ReadAll(io.NewSectionReader(f, t.sentLog, 1<<30))
-	if err != nil || len(p) == 0 {
-		return false
-	}
-	if err := e.cfg.Queue.AppendLog(ctx, t.lease.Fence, p); err != nil {
-		if !errors.Is(err, job.ErrLeaseLost) {
-			e.log.Warn("forwarding the job log", "job", t.lease.JobID, "error", err.Error())
+	sent := false
+	for {
+		p, err := io.ReadAll(io.NewSectionReader(f, t.sentLog, logChunk))
+		if err != nil || len(p) == 0 {
+			return sent
 		}
-		return false
+		if err := e.cfg.Queue.AppendLog(ctx, t.lease.Fence, p); err != nil {
+			if !errors.Is(err, job.ErrLeaseLost) {
+				e.log.Warn("forwarding the job log", "job", t.lease.JobID, "error", err.Error())
+			}
+			return sent
+		}
+		sent = true
+		t.sentLog += int64(len(p))
+		// A restarted executor goes on from here instead of sending the log twice.
+		if err := os.WriteFile(filepath.Join(t.dir, fileLogSent), []byte(strconv.FormatInt(t.sentLog, 10)), 0o644); err != nil {
+			e.log.Warn("recording the log forwarded", "job", t.lease.JobID, "error", err.Error())
+		}
 	}
-	t.sentLog += int64(len(p))
-	// A restarted executor goes on from here instead of sending the log twice.
-	if err := os.WriteFile(filepath.Join(t.dir, fileLogSent), []byte(strconv.FormatInt(t.sentLog, 10)), 0o644); err != nil {
-		e.log.Warn("recording the log forwarded", "job", t.lease.JobID, "error", err.Error())
-	}
-	return true
 }
 
 // newProgress is the batch job's progress when it changed since it was last forwarded.

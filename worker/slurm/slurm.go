@@ -136,9 +136,10 @@ func parseQueue(out string) map[string]QueueEntry {
 	return entries
 }
 
-// Named lists the ids of the jobs Slurm has queued or running under a job name.
+// Named lists the ids of the jobs Slurm knows under a job name, those that ended within
+// the cluster's MinJobAge included.
 func (c CLI) Named(ctx context.Context, name string) ([]string, error) {
-	out, err := c.command(ctx, "squeue", "-h", "-o", "%i", "-n", name)
+	out, err := c.command(ctx, "squeue", "-h", "-t", "all", "-o", "%i", "-n", name)
 	if err != nil {
 		return nil, err
 	}
