@@ -218,8 +218,9 @@ func TestSlurmRefusalFailsTheJob(t *testing.T) {
 	mustf(t, j["error"] == "Slurm refused the job: invalid partition specified: gpux", "job %v", j)
 }
 
-// An executor killed while its job runs in Slurm takes the job up again when it restarts:
-// the batch job runs on, nothing is submitted twice, and the job finishes.
+// An executor killed while its job runs in Slurm takes the job up again when it restarts,
+// even without the Slurm job id it had not yet written down: the batch job runs on,
+// nothing is submitted twice, and the job finishes.
 func TestSlurmExecutorRestartAdoptsItsJobs(t *testing.T) {
 	t.Parallel()
 	s := slurmServer(t)
@@ -227,6 +228,10 @@ func TestSlurmExecutorRestartAdoptsItsJobs(t *testing.T) {
 	id := s.create("/v1/predictions", map[string]any{"targets": []map[string]any{{"name": "slow", "content": ">A\nMKTAYIAK\n"}}})
 	s.waitFor(id, 30*time.Second, func(j map[string]any) bool { return j["stage"] == "inference" })
 	e.kill()
+	// As if it died between sbatch and writing down the id: it finds the batch job by name.
+	if err := os.Remove(filepath.Join(e.dir, id+"-1", "slurm_job_id")); err != nil {
+		t.Fatal(err)
+	}
 	e.start()
 	j := s.waitFor(id, 60*time.Second, func(j map[string]any) bool { return j["status"] == "succeeded" || j["status"] == "failed" })
 	mustf(t, j["status"] == "succeeded", "job %v", j)
