@@ -53,19 +53,7 @@ func runSlurmExecutor(sc slurmConfig, queue worker.Queue, logger *slog.Logger, d
 		Submit: sc.submit, Binary: sc.binary, Tools: sc.tools, MSAServer: sc.msaServer, Runtime: runtime,
 		Stall: stall, Logger: logger})
 
-	signaled, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := e.Start(ctx); err != nil {
-		return err
-	}
-	logger.Info("chaperone Slurm executor running", "id", sc.id, "dir", dir, "models", models)
-	<-signaled.Done()
-	stop()
-	drain(logger, drainTimeout, e.Drain)
-	cancel()
-	return e.Wait()
+	return runUntilSignaled(e, logger, drainTimeout, "chaperone Slurm executor running", "id", sc.id, "dir", dir, "models", models)
 }
 
 // slurmJob is the hidden `chaperone slurm-job DIR`, the script of every batch job the Slurm

@@ -79,18 +79,31 @@ func runWorker(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	return runUntilSignaled(w, logger, *drainTimeout, "chaperone worker running", "server", *server, "id", *id)
+}
+
+// runner is a worker of either kind: one that runs jobs here, or a Slurm executor.
+type runner interface {
+	Start(ctx context.Context) error
+	Drain(ctx context.Context) error
+	Wait() error
+}
+
+// runUntilSignaled runs r until SIGTERM or SIGINT, then drains it for up to drainTimeout
+// and stops it; a second signal ends the process at once.
+func runUntilSignaled(r runner, logger *slog.Logger, drainTimeout time.Duration, running string, attrs ...any) error {
 	signaled, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// The worker's own context outlives the signal by the drain.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := w.Start(ctx); err != nil {
+	if err := r.Start(ctx); err != nil {
 		return err
 	}
-	logger.Info("chaperone worker running", "server", *server, "id", *id)
+	logger.Info(running, attrs...)
 	<-signaled.Done()
 	stop() // a second signal ends the process at once
-	drain(logger, *drainTimeout, w.Drain)
+	drain(logger, drainTimeout, r.Drain)
 	cancel()
-	return w.Wait()
+	return r.Wait()
 }
