@@ -69,27 +69,15 @@ func testStores(t *testing.T) (*sqlite.Store, *artifactfs.Store) {
 func succeededJob(t *testing.T, st store.Store, arts artifact.Store, content string) string {
 	t.Helper()
 	ctx := context.Background()
-	now := time.Now()
-	if err := st.PutWorker(ctx, store.Worker{ID: "w", Models: []string{catalog.DefaultPredictModel}, Slots: 1, SeenAt: now}); err != nil {
-		t.Fatal(err)
-	}
-	j := &job.Job{ID: job.NewID(), Owner: testOwner, Kind: job.PredictKind, Model: "boltz2", RunModel: "boltz2",
-		Status: job.Queued, CreatedAt: now, Total: 1}
-	if _, err := st.CreateJob(ctx, j, store.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	l, err := st.LeaseJob(ctx, store.LeaseRequest{WorkerID: "w", Models: []string{"boltz2"}, Now: now, LeaseUntil: now.Add(time.Minute)})
-	if err != nil || l == nil || l.ID != j.ID {
-		t.Fatalf("lease: %v, %v", l, err)
-	}
-	if err := arts.Put(ctx, j.ID, 1, "t1.cif", strings.NewReader(content)); err != nil {
+	id := leasedJob(t, st)
+	if err := arts.Put(ctx, id, 1, "t1.cif", strings.NewReader(content)); err != nil {
 		t.Fatal(err)
 	}
 	res := &job.Results{Artifacts: []job.Artifact{{Path: "t1.cif", Target: "t1", Type: job.ArtifactStructure}}}
-	if err := st.CompleteJob(ctx, j.ID, 1, store.Outcome{Status: job.Succeeded, Results: res, Now: now}); err != nil {
+	if err := st.CompleteJob(ctx, id, 1, store.Outcome{Status: job.Succeeded, Results: res, Now: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	return j.ID
+	return id
 }
 
 func TestARangeOfTheArchiveBuildsItOnce(t *testing.T) {

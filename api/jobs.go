@@ -474,7 +474,7 @@ func jobView(j *store.JobSummary) jobJSON {
 	if params == nil {
 		params = map[string]any{}
 	}
-	return jobJSON{
+	v := jobJSON{
 		Object:       "job",
 		ID:           j.ID,
 		Kind:         j.Kind,
@@ -494,6 +494,10 @@ func jobView(j *store.JobSummary) jobJSON {
 		ResultsReady: j.ResultsReady,
 		Links:        jobLinks{Self: self, Results: self + "/results", Archive: self + "/archive", Logs: self + "/logs"},
 	}
+	if j.Status == job.Running && j.Stage == job.StageScheduler {
+		showWaitingInScheduler(&v)
+	}
+	return v
 }
 
 func nonEmpty(s string) *string {

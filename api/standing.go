@@ -15,7 +15,18 @@ import (
 const (
 	waitNoWorker = "no_worker" // no live worker can run its model now
 	waitBusy     = "busy"      // every slot that can run its model is running a job
+	// waitScheduler: a worker handed the job to a cluster scheduler (Slurm), where it
+	// waits for a node.
+	waitScheduler = "scheduler"
 )
+
+// showWaitingInScheduler shows a job that waits in a cluster scheduler's queue as what it
+// is to its owner: queued, not started, waiting for a device, because of the scheduler.
+// That a worker holds its lease meanwhile is the worker's affair.
+func showWaitingInScheduler(v *jobJSON) {
+	v.Status, v.Stage, v.StartedAt = job.Queued, nil, nil
+	v.WaitingForDevice, v.Queue = true, &queueJSON{Reason: waitScheduler}
+}
 
 // queueJSON says why a queued job waits (the reference service's queue object). There is
 // no position and no time estimate: the scheduler is fair between owners, not first-in

@@ -331,7 +331,7 @@ func NewWorker(cfg WorkerConfig) (*worker.Worker, error) {
 		cfg.Slots = max(1, len(GPUs()))
 	}
 	logFindings(cfg.Logger, cfg.ID, cfg.Engines, cfg.Tools)
-	limits := catalog.New(cfg.Limits).Limits
+	runtime, stall := Caps(cfg.Limits)
 	return worker.New(worker.Config{
 		ID:       cfg.ID,
 		Slots:    cfg.Slots,
@@ -341,13 +341,9 @@ func NewWorker(cfg WorkerConfig) (*worker.Worker, error) {
 		Queue:    cfg.Queue,
 		WorkDir:  filepath.Join(cfg.DataDir, "work"),
 		CacheDir: filepath.Join(cfg.DataDir, "cache"),
-		Runtime: map[job.Kind]time.Duration{
-			job.PredictKind: limits.PredictRuntime,
-			job.DesignKind:  limits.DesignRuntime,
-			job.EmbedKind:   limits.EmbedRuntime,
-		},
-		Stall:  limits.Stall,
-		Logger: cfg.Logger,
+		Runtime:  runtime,
+		Stall:    stall,
+		Logger:   cfg.Logger,
 	}), nil
 }
 
@@ -368,6 +364,17 @@ func logFindings(log *slog.Logger, workerID string, engines []engine.Engine, too
 		log.Info("model on this worker", attrs...)
 	}
 	log.Info(doctor.Summary(models))
+}
+
+// Caps are the runtime cap per job kind and the stall cap of limits, whose zero fields
+// take the catalog's defaults: what a worker holds the jobs it runs to.
+func Caps(l catalog.Limits) (runtime map[job.Kind]time.Duration, stall time.Duration) {
+	limits := catalog.New(l).Limits
+	return map[job.Kind]time.Duration{
+		job.PredictKind: limits.PredictRuntime,
+		job.DesignKind:  limits.DesignRuntime,
+		job.EmbedKind:   limits.EmbedRuntime,
+	}, limits.Stall
 }
 
 // Drain stops the in-process worker taking work and returns once its running jobs ended, or

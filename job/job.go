@@ -51,6 +51,12 @@ const (
 	StageWriting   = "writing"
 )
 
+// StageScheduler is the stage of a job that a worker leased and handed to a cluster
+// scheduler (Slurm), where it waits for a node: it has not started, and the API shows it
+// as queued with queue.reason "scheduler". It is not in Stages, the vocabulary the API
+// shows and engines report.
+const StageScheduler = "scheduler"
+
 // Stages lists the stage vocabulary, in no particular order.
 var Stages = []string{StageStarting, StageMSA, StageInference, StageAffinity, StageDesigning,
 	StageFolding, StageFiltering, StageEmbedding, StageWriting}

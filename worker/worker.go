@@ -306,6 +306,19 @@ func (w *Worker) loadedModels() []string {
 	return slices.Compact(out)
 }
 
+// RunLease runs one job that was leased elsewhere to its end, as a slot of a leasing
+// worker runs it (engine, caps, progress, log, upload, completion), under the lease timing
+// given: a Slurm batch job runs the lease its executor took, through a Queue of its own.
+// The worker takes no other work, so it is not started; RunLease uses its first slot.
+func (w *Worker) RunLease(ctx context.Context, l *Lease, timing Timing) {
+	w.mu.Lock()
+	w.timing = timing
+	w.mu.Unlock()
+	s := w.slots[0]
+	defer w.closeSession(s)
+	w.run(ctx, l, s)
+}
+
 // run drives one leased job to its end.
 func (w *Worker) run(ctx context.Context, l *Lease, s *slotState) {
 	j := l.Job()

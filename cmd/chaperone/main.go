@@ -58,6 +58,7 @@ var root = &command{
 		}},
 		{name: "models", summary: "models, protocols and whether a worker can run them", args: "[flags]", run: withInterrupt(models)},
 		{name: "version", summary: "print the version (also: chaperone --version)", run: printVersion},
+		{name: "slurm-job", summary: "run the job of a Slurm executor's folder inside its batch job", args: "DIR", hidden: true, run: slurmJob},
 	},
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/chaperone-bio/chaperone/app"
 	"github.com/chaperone-bio/chaperone/engine"
@@ -22,7 +23,8 @@ func runWorker(inv *invocation, args []string) error {
 	fs := inv.flagSet()
 	host, _ := os.Hostname()
 	server := fs.String("server", env("CHAPERONE_URL", ""), "URL of a chaperone server, or of the load balancer before its replicas (CHAPERONE_URL)")
-	token := fs.String("token", env("CHAPERONE_WORKER_TOKEN", ""), "worker token from chaperone keys create --worker (CHAPERONE_WORKER_TOKEN)")
+	// The token's default is read after parsing, so that help never shows it.
+	token := fs.String("token", "", "worker token from chaperone keys create --worker (default: CHAPERONE_WORKER_TOKEN)")
 	id := fs.String("id", env("CHAPERONE_WORKER_ID", host), "worker id, stable across restarts so that a restart hands back what the last run held (CHAPERONE_WORKER_ID)")
 	data := fs.String("data", env("CHAPERONE_DATA", app.DefaultDataDir), "folder of work and cache folders (CHAPERONE_DATA)")
 	slots := fs.Int("slots", envInt("CHAPERONE_SLOTS", 0), "jobs run at once; 0 = one per GPU found, else 1 (CHAPERONE_SLOTS)")
@@ -30,11 +32,29 @@ func runWorker(inv *invocation, args []string) error {
 	msaServer := fs.String("msa-server", env("CHAPERONE_MSA_SERVER", engine.DefaultMSAServer), "ColabFold-compatible MMseqs2 server for use_msa_server (CHAPERONE_MSA_SERVER)")
 	tools := toolsFlag(fs)
 	drainTimeout := drainFlag(fs)
+	useSlurm := fs.Bool("slurm", false, "hand each job to Slurm (sbatch) instead of running it here: for a login node in front of a Slurm cluster")
+	var sc slurmConfig
+	fs.StringVar(&sc.dir, "slurm-dir", env("CHAPERONE_SLURM_DIR", ""), "with --slurm: folder of the jobs' folders, on a filesystem the compute nodes share (CHAPERONE_SLURM_DIR)")
+	fs.StringVar(&sc.submit.Partition, "slurm-partition", "", "with --slurm: sbatch --partition")
+	fs.StringVar(&sc.submit.Account, "slurm-account", "", "with --slurm: sbatch --account, the allocation the jobs are charged to")
+	fs.IntVar(&sc.submit.GPUs, "slurm-gpus", 0, "with --slurm: sbatch --gpus, GPUs per job (0: none asked)")
+	fs.StringVar(&sc.submit.Gres, "slurm-gres", "", "with --slurm: sbatch --gres, e.g. gpu:a100:1")
+	fs.Func("slurm-option", "with --slurm: one more sbatch option, e.g. --qos=high; repeatable", func(v string) error {
+		sc.submit.Options = append(sc.submit.Options, v)
+		return nil
+	})
+	fs.StringVar(&sc.submit.Time, "slurm-time", "", "with --slurm: sbatch --time for every job, in Slurm's format; default: the job's runtime cap plus --slurm-time-margin")
+	fs.DurationVar(&sc.submit.TimeMargin, "slurm-time-margin", 5*time.Minute, "with --slurm: added to the runtime cap for the Slurm time limit, so that chaperone's cap ends a job first")
+	fs.StringVar(&sc.binary, "slurm-binary", "", "with --slurm: this chaperone binary as the compute nodes see it; default: this binary's path, which must be on the shared filesystem")
+	fs.StringVar(&sc.models, "slurm-models", "", "with --slurm: comma-separated models to offer; default: every built-in model (the tools are checked on the compute nodes)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
 		return usageError{err}
+	}
+	if *token == "" {
+		*token = os.Getenv("CHAPERONE_WORKER_TOKEN")
 	}
 	if *server == "" || *token == "" {
 		return usageError{errors.New("worker: --server and --token (or CHAPERONE_URL and CHAPERONE_WORKER_TOKEN) are required")}
@@ -52,24 +72,41 @@ func runWorker(inv *invocation, args []string) error {
 		return usageError{err}
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if *useSlurm {
+		sc.id, sc.slots, sc.msaServer, sc.tools = *id, *slots, msaURL, tools
+		return runSlurmExecutor(sc, queue, logger, *drainTimeout)
+	}
 
 	w, err := app.NewWorker(app.WorkerConfig{ID: *id, Slots: *slots, DataDir: *data,
 		Engines: builtinEngines(msaURL), Tools: tools, Queue: queue, Logger: logger})
 	if err != nil {
 		return err
 	}
+	return runUntilSignaled(w, logger, *drainTimeout, "chaperone worker running", "server", *server, "id", *id)
+}
+
+// runner is a worker of either kind: one that runs jobs here, or a Slurm executor.
+type runner interface {
+	Start(ctx context.Context) error
+	Drain(ctx context.Context) error
+	Wait() error
+}
+
+// runUntilSignaled runs r until SIGTERM or SIGINT, then drains it for up to drainTimeout
+// and stops it; a second signal ends the process at once.
+func runUntilSignaled(r runner, logger *slog.Logger, drainTimeout time.Duration, running string, attrs ...any) error {
 	signaled, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// The worker's own context outlives the signal by the drain.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := w.Start(ctx); err != nil {
+	if err := r.Start(ctx); err != nil {
 		return err
 	}
-	logger.Info("chaperone worker running", "server", *server, "id", *id)
+	logger.Info(running, attrs...)
 	<-signaled.Done()
 	stop() // a second signal ends the process at once
-	drain(logger, *drainTimeout, w.Drain)
+	drain(logger, drainTimeout, r.Drain)
 	cancel()
-	return w.Wait()
+	return r.Wait()
 }
