@@ -52,7 +52,7 @@ func startExecutor(t *testing.T, s *server, id string, extra ...string) *executo
 	}
 	e := &executor{t: t, dir: t.TempDir()}
 	e.args = append([]string{"worker", "--server", s.URL, "--token", token, "--id", id, "--data", t.TempDir(),
-		"--slurm", "--slurm-dir", e.dir, "--slurm-models", "boltz2", "--tool", "boltz=" + boltzStandIn(t),
+		"--slurm", "--slurm-dir", e.dir, "--slurm-poll", "1s", "--slurm-models", "boltz2", "--tool", "boltz=" + boltzStandIn(t),
 		"--msa-server", testMSAServer, "--drain-timeout", "1s", "--log-level", "debug"}, extra...)
 	e.start()
 	t.Cleanup(func() {

@@ -23,6 +23,7 @@ import (
 type slurmConfig struct {
 	id, dir, binary, models, msaServer string
 	slots                              int
+	poll                               time.Duration
 	tools                              engine.Tools
 	submit                             slurm.Submit
 }
@@ -50,7 +51,7 @@ func runSlurmExecutor(sc slurmConfig, queue worker.Queue, logger *slog.Logger, d
 	runtime, stall := app.Caps(catalog.Limits{})
 	e := slurm.New(slurm.Config{WorkerID: sc.id, Slots: sc.slots, Dir: dir, Models: models, Queue: queue,
 		Submit: sc.submit, Binary: sc.binary, Tools: sc.tools, MSAServer: sc.msaServer, Runtime: runtime,
-		Stall: stall, Logger: logger})
+		Stall: stall, Poll: sc.poll, Logger: logger})
 
 	return runUntilSignaled(e, logger, drainTimeout, "chaperone Slurm executor running", "id", sc.id, "dir", dir, "models", models)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/chaperone-bio/chaperone/app"
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/worker/remote"
+	"github.com/chaperone-bio/chaperone/worker/slurm"
 )
 
 // runWorker runs jobs of a server on this machine: the engines of serve's in-process
@@ -46,6 +47,7 @@ func runWorker(inv *invocation, args []string) error {
 	fs.StringVar(&sc.submit.Time, "slurm-time", "", "with --slurm: sbatch --time for every job, in Slurm's format; default: the job's runtime cap plus --slurm-time-margin")
 	fs.DurationVar(&sc.submit.TimeMargin, "slurm-time-margin", 5*time.Minute, "with --slurm: added to the runtime cap for the Slurm time limit, so that chaperone's cap ends a job first")
 	fs.StringVar(&sc.binary, "slurm-binary", "", "with --slurm: this chaperone binary as the compute nodes see it; default: this binary's path, which must be on the shared filesystem")
+	fs.DurationVar(&sc.poll, "slurm-poll", slurm.DefaultPoll, "with --slurm: how often squeue is asked about the batch jobs held (logs, progress and results are read from the shared folder every heartbeat)")
 	fs.StringVar(&sc.models, "slurm-models", "", "with --slurm: comma-separated models to offer; default: every built-in model (the tools are checked on the compute nodes)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

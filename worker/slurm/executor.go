@@ -48,7 +48,13 @@ type Config struct {
 	Stall     time.Duration
 	// LeaseWait is how long one lease request waits for work at the server.
 	LeaseWait time.Duration
-	Logger    *slog.Logger
+	// Poll is how often squeue is asked about the batch jobs held. Their leases, logs and
+	// progress are forwarded every heartbeat from their folders, and a batch job that
+	// wrote its outcome is looked up at once, so Poll only bounds how soon a pending job's
+	// reason and an end without an outcome (time limit, node failure, scancel outside
+	// chaperone) are seen; slurmctld is spared a query a second per executor.
+	Poll   time.Duration
+	Logger *slog.Logger
 }
 
 // Submit is what every batch job asks Slurm for besides its script.
@@ -73,6 +79,7 @@ type Executor struct {
 	stopLeasing context.CancelFunc
 	wg          sync.WaitGroup
 	freed       chan struct{} // a job left: a slot for the next lease
+	lastPoll    time.Time     // when squeue was last asked; only the follow loop uses it
 
 	mu     sync.Mutex
 	timing worker.Timing
@@ -84,16 +91,20 @@ type Executor struct {
 type tracked struct {
 	lease    worker.Lease
 	dir      string
-	slurmID  string // "" until sbatch answered (or the batch job was found by its name)
-	sentLog  int64  // bytes of log forwarded
-	progress []byte // progress.json as last forwarded
-	stage    string // the stage last sent by the executor itself (scheduler, starting)
-	reason   string // the pending reason last logged
-	lost     bool   // the lease is lost: the batch job is canceled, the folder goes when it ends
+	slurmID  string     // "" until sbatch answered (or the batch job was found by its name)
+	sentLog  int64      // bytes of log forwarded
+	progress []byte     // progress.json as last forwarded
+	stage    string     // the stage last sent by the executor itself (scheduler, starting)
+	reason   string     // the pending reason last logged
+	lost     bool       // the lease is lost: the batch job is canceled, the folder goes when it ends
+	queued   QueueEntry // the batch job as squeue last listed it
 	// ending is set while finish runs, in a goroutine of its own, which owns the fields
 	// above meanwhile.
 	ending atomic.Bool
 }
+
+// DefaultPoll is how often an executor asks squeue about its batch jobs by default.
+const DefaultPoll = 30 * time.Second
 
 // New makes an executor; zero values take working defaults.
 func New(cfg Config) *Executor {
@@ -102,6 +113,9 @@ func New(cfg Config) *Executor {
 	}
 	if cfg.LeaseWait == 0 {
 		cfg.LeaseWait = 30 * time.Second
+	}
+	if cfg.Poll == 0 {
+		cfg.Poll = DefaultPoll
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -359,12 +373,14 @@ func (e *Executor) follow(ctx context.Context) {
 	}
 }
 
-// tick is one round of follow: one squeue call for all the jobs held.
+// tick is one round of follow: every job's lease, log and progress, and, when a poll is
+// due, one squeue call for all the jobs held.
 func (e *Executor) tick(ctx context.Context) {
 	e.mu.Lock()
 	held := slices.Collect(maps.Values(e.jobs))
 	e.mu.Unlock()
 	var ids []string
+	due := time.Since(e.lastPoll) >= e.cfg.Poll
 	for _, t := range held {
 		if !t.lost {
 			// A lost job's batch job is not kept alive: if scancel failed, it stops
@@ -375,11 +391,20 @@ func (e *Executor) tick(ctx context.Context) {
 		}
 		if t.slurmID != "" {
 			ids = append(ids, t.slurmID)
+			// Ask now about a batch job that squeue has not listed yet, one being
+			// canceled, and one that wrote its outcome and is about to leave the queue.
+			due = due || t.lost || t.queued.State == "" || (!t.ending.Load() && exists(filepath.Join(t.dir, fileOutcome)))
 		}
 	}
-	queued, err := e.cfg.Slurm.Queue(ctx, ids)
-	if err != nil {
-		e.log.Warn("squeue failed", "error", err.Error())
+	var (
+		queued map[string]QueueEntry
+		err    error
+	)
+	if due {
+		e.lastPoll = time.Now()
+		if queued, err = e.cfg.Slurm.Queue(ctx, ids); err != nil {
+			e.log.Warn("squeue failed", "error", err.Error())
+		}
 	}
 	for _, t := range held {
 		entry, inQueue := queued[t.slurmID]
@@ -388,14 +413,17 @@ func (e *Executor) tick(ctx context.Context) {
 			e.heartbeat(ctx, t, worker.Heartbeat{Fence: t.lease.Fence})
 		case t.lost:
 			// Canceled: the folder goes once Slurm says the batch job ended.
-			if t.slurmID == "" || (err == nil && !inQueue) {
+			if t.slurmID == "" || (due && err == nil && !inQueue) {
 				e.drop(t)
 			}
 		case t.slurmID == "":
 			e.findOrSubmit(ctx, t)
-		case err != nil: // no news from Slurm: keep the lease only
+		case due && err != nil: // no news from Slurm: keep the lease only
 			e.heartbeat(ctx, t, worker.Heartbeat{Fence: t.lease.Fence})
+		case !due:
+			e.forward(ctx, t, t.queued)
 		case inQueue:
+			t.queued = entry
 			e.forward(ctx, t, entry)
 		default:
 			t.ending.Store(true)
@@ -427,7 +455,8 @@ func (e *Executor) findOrSubmit(ctx context.Context, t *tracked) {
 // why it waits.
 func (e *Executor) forward(ctx context.Context, t *tracked, q QueueEntry) {
 	hb := worker.Heartbeat{Fence: t.lease.Fence}
-	if q.State == "PENDING" {
+	// Once the batch job reported progress it runs, whatever squeue said last.
+	if q.State == "PENDING" && t.progress == nil {
 		if q.Reason != t.reason {
 			t.reason = q.Reason
 			e.appendLog(ctx, t, fmt.Sprintf("== chaperone: Slurm job %s pending in partition %s (%s) ==\n", t.slurmID, q.Partition, q.Reason))
@@ -436,7 +465,7 @@ func (e *Executor) forward(ctx context.Context, t *tracked, q QueueEntry) {
 			t.stage = job.StageScheduler
 			hb.Progress = &job.Progress{Stage: job.StageScheduler, Total: t.lease.Total}
 		}
-	} else if t.stage == job.StageScheduler {
+	} else if q.State != "" && t.stage == job.StageScheduler {
 		// Running on a node, before the batch job's first progress arrives.
 		t.stage = job.StageStarting
 		hb.Progress, hb.Activity = &job.Progress{Stage: job.StageStarting, Total: t.lease.Total}, true
@@ -670,6 +699,11 @@ func (e *Executor) adopt(ctx context.Context) error {
 		e.mu.Unlock()
 	}
 	return nil
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // touch sets a file's modification time to now, creating it when missing.
