@@ -10,12 +10,7 @@ import (
 
 	"github.com/chaperone-bio/chaperone/app"
 	"github.com/chaperone-bio/chaperone/engine"
-	"github.com/chaperone-bio/chaperone/engine/boltz"
-	"github.com/chaperone-bio/chaperone/engine/boltzgen"
-	"github.com/chaperone-bio/chaperone/engine/openfold3"
-	"github.com/chaperone-bio/chaperone/engine/protenix"
-	"github.com/chaperone-bio/chaperone/engine/pydriver"
-	"github.com/chaperone-bio/chaperone/engine/rfd3"
+	"github.com/chaperone-bio/chaperone/engine/builtin"
 )
 
 // catalogReasons is each model's unavailable_reason in GET /v1/models; "" for an
@@ -58,13 +53,7 @@ func TestCatalogSaysWhyAModelIsUnavailable(t *testing.T) {
 	var log lockedBuffer
 	noTools := startServer(t, func(c *app.Config) {
 		c.Logger = slog.New(slog.NewTextHandler(&log, nil))
-		pc := protenix.Config{MSAServerURL: testMSAServer}
-		c.Engines = []engine.Engine{
-			boltz.New(boltz.Config{MSAServerURL: testMSAServer}), openfold3.New(openfold3.Config{MSAServerURL: testMSAServer}),
-			protenix.New(pc), protenix.NewOpenDDE(pc), protenix.NewOpenDDEAbAg(pc),
-			boltzgen.New(boltzgen.Config{}), rfd3.New(),
-			pydriver.ESM(pydriver.Config{MSAServerURL: testMSAServer}), pydriver.Transformers(),
-		}
+		c.Engines = builtin.Engines(builtin.Config{MSAServer: testMSAServer})
 		c.Tools = engine.Tools{}
 		for _, name := range []string{"boltz", "run_openfold", "protenix", "opendde", "boltzgen", "rfd3", "esm", "transformers"} {
 			c.Tools[name] = missing
