@@ -240,3 +240,19 @@ func TestSlurmExecutorRestartAdoptsItsJobs(t *testing.T) {
 	log := s.logOf(id)
 	mustf(t, strings.Count(log, "running as Slurm job") == 1 && strings.Contains(log, "restarted and follows"), "log:\n%s", log)
 }
+
+// Without --slurm-models the executor runs chaperone doctor on a compute node as a batch
+// job, and then offers only what the node can run: boltz2, whose stand-in is there; for
+// a model whose tool the node lacks, the catalog shows doctor's reason.
+func TestSlurmProbeOffersWhatTheNodesCanRun(t *testing.T) {
+	t.Parallel()
+	s := slurmServer(t)
+	startExecutor(t, s, "slurm-probe", "--slurm-models=")
+	eventually(t, 60*time.Second, "the probe narrowed the models down", func() bool {
+		r := catalogReasons(s)
+		return r["boltz2"] == "" && r["protenix-v2"] != ""
+	})
+	if why := catalogReasons(s)["protenix-v2"]; why != "the protenix command is not installed" {
+		t.Errorf("protenix-v2 unavailable because %q, want doctor's words for a missing tool", why)
+	}
+}

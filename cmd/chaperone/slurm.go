@@ -43,7 +43,9 @@ func runSlurmExecutor(sc slurmConfig, queue worker.Queue, logger *slog.Logger, d
 		}
 	}
 	models := strings.FieldsFunc(sc.models, func(r rune) bool { return r == ',' || r == ' ' })
-	if len(models) == 0 {
+	// Without a list, a probe on a compute node narrows every model down to those it can run.
+	probe := len(models) == 0
+	if probe {
 		for _, e := range builtinEngines(sc.msaServer) {
 			models = append(models, e.Models()...)
 		}
@@ -51,7 +53,7 @@ func runSlurmExecutor(sc slurmConfig, queue worker.Queue, logger *slog.Logger, d
 	runtime, stall := app.Caps(catalog.Limits{})
 	e := slurm.New(slurm.Config{WorkerID: sc.id, Slots: sc.slots, Dir: dir, Models: models, Queue: queue,
 		Submit: sc.submit, Binary: sc.binary, Tools: sc.tools, MSAServer: sc.msaServer, Runtime: runtime,
-		Stall: stall, Poll: sc.poll, Logger: logger})
+		Stall: stall, Poll: sc.poll, Probe: probe, Logger: logger})
 
 	return runUntilSignaled(e, logger, drainTimeout, "chaperone Slurm executor running", "id", sc.id, "dir", dir, "models", models)
 }

@@ -48,7 +48,7 @@ func runWorker(inv *invocation, args []string) error {
 	fs.DurationVar(&sc.submit.TimeMargin, "slurm-time-margin", 5*time.Minute, "with --slurm: added to the runtime cap for the Slurm time limit, so that chaperone's cap ends a job first")
 	fs.StringVar(&sc.binary, "slurm-binary", "", "with --slurm: this chaperone binary as the compute nodes see it; default: this binary's path, which must be on the shared filesystem")
 	fs.DurationVar(&sc.poll, "slurm-poll", slurm.DefaultPoll, "with --slurm: how often squeue is asked about the batch jobs held (logs, progress and results are read from the shared folder every heartbeat)")
-	fs.StringVar(&sc.models, "slurm-models", "", "with --slurm: comma-separated models to offer; default: every built-in model (the tools are checked on the compute nodes)")
+	fs.StringVar(&sc.models, "slurm-models", "", "with --slurm: comma-separated models to offer; default: those chaperone doctor, run as a batch job at start, finds a compute node can run")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err

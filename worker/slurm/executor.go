@@ -32,9 +32,12 @@ type Config struct {
 	Slots int
 	// Dir is the parent of the job folders, on a filesystem the compute nodes share.
 	Dir string
-	// Models are the models announced: the tools are checked on the compute nodes, not
+	// Models are the models offered: the tools are checked on the compute nodes, not
 	// here, where they need not be installed.
 	Models []string
+	// Probe narrows Models to those a compute node can run, by running chaperone doctor
+	// there as a batch job at start (see probe).
+	Probe  bool
 	Queue  worker.Queue
 	Slurm  CLI
 	Submit Submit
@@ -84,6 +87,9 @@ type Executor struct {
 	mu     sync.Mutex
 	timing worker.Timing
 	jobs   map[string]*tracked // by folder name
+	// models are offered; missing says why each configured model that is not, is not.
+	models  []string
+	missing map[string]string
 }
 
 // tracked is one job the executor holds: its folder and what it forwarded of it. Only the
@@ -121,7 +127,7 @@ func New(cfg Config) *Executor {
 		cfg.Logger = slog.Default()
 	}
 	return &Executor{cfg: cfg, log: cfg.Logger.With("worker", cfg.WorkerID), freed: make(chan struct{}, 1),
-		jobs: map[string]*tracked{}}
+		jobs: map[string]*tracked{}, models: cfg.Models}
 }
 
 // Start announces the executor, adopts the batch jobs that an earlier run of it left in
@@ -141,6 +147,9 @@ func (e *Executor) Start(ctx context.Context) error {
 	e.wg.Go(func() { e.lease(ctx) })
 	e.wg.Go(func() { e.follow(ctx) })
 	e.wg.Go(func() { e.keepAnnouncing(ctx) })
+	if e.cfg.Probe {
+		e.wg.Go(func() { e.probe(ctx) })
+	}
 	return nil
 }
 
@@ -192,8 +201,11 @@ func (e *Executor) leaseTiming() worker.Timing {
 }
 
 func (e *Executor) announce(ctx context.Context) error {
-	t, err := e.cfg.Queue.Announce(ctx, worker.Announcement{WorkerID: e.cfg.WorkerID, Models: e.cfg.Models,
-		Slots: e.cfg.Slots, Busy: e.busy()})
+	busy := e.busy()
+	e.mu.Lock()
+	a := worker.Announcement{WorkerID: e.cfg.WorkerID, Models: e.models, Missing: e.missing, Slots: e.cfg.Slots, Busy: busy}
+	e.mu.Unlock()
+	t, err := e.cfg.Queue.Announce(ctx, a)
 	if err != nil {
 		return err
 	}
@@ -229,7 +241,10 @@ func (e *Executor) lease(ctx context.Context) {
 			}
 			continue
 		}
-		l, err := e.cfg.Queue.Lease(e.leasing, worker.LeaseRequest{WorkerID: e.cfg.WorkerID, Models: e.cfg.Models,
+		e.mu.Lock()
+		models := e.models
+		e.mu.Unlock()
+		l, err := e.cfg.Queue.Lease(e.leasing, worker.LeaseRequest{WorkerID: e.cfg.WorkerID, Models: models,
 			Wait: e.cfg.LeaseWait})
 		if err != nil && e.leasing.Err() == nil {
 			e.log.Warn("lease failed", "error", err.Error())
@@ -323,14 +338,20 @@ func (e *Executor) tookID(ctx context.Context, t *tracked, id string) {
 
 // sbatchOptions are sbatch's options for a job.
 func (e *Executor) sbatchOptions(t *tracked) []string {
+	return e.batchOptions(jobName(t.lease.Fence), t.dir, e.timeLimit(t.lease.Kind))
+}
+
+// batchOptions are sbatch's options for a batch job of the executor: its name and folder,
+// the time limit, and the operator's request (partition, account, GPUs, more options).
+func (e *Executor) batchOptions(name, dir, timeLimit string) []string {
 	s := e.cfg.Submit
 	opts := []string{
-		"--job-name=" + jobName(t.lease.Fence),
+		"--job-name=" + name,
 		"--comment=chaperone:" + e.cfg.WorkerID,
-		"--output=" + filepath.Join(t.dir, fileOutput),
-		"--chdir=" + t.dir,
+		"--output=" + filepath.Join(dir, fileOutput),
+		"--chdir=" + dir,
 		"--no-requeue",
-		"--time=" + e.timeLimit(t.lease.Kind),
+		"--time=" + timeLimit,
 	}
 	if s.Partition != "" {
 		opts = append(opts, "--partition="+s.Partition)
