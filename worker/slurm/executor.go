@@ -36,7 +36,7 @@ type Config struct {
 	// here, where they need not be installed.
 	Models []string
 	// Probe narrows Models to those a compute node can run, by running chaperone doctor
-	// there as a batch job at start (see probe).
+	// there as a batch job at start and every hour (see probe).
 	Probe  bool
 	Queue  worker.Queue
 	Slurm  CLI
@@ -148,7 +148,7 @@ func (e *Executor) Start(ctx context.Context) error {
 	e.wg.Go(func() { e.follow(ctx) })
 	e.wg.Go(func() { e.keepAnnouncing(ctx) })
 	if e.cfg.Probe {
-		e.wg.Go(func() { e.probe(ctx) })
+		e.wg.Go(func() { e.keepProbing(ctx) })
 	}
 	return nil
 }

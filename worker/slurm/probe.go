@@ -30,10 +30,27 @@ const (
 // probeName is the probe's folder and (with the chaperone- prefix) its batch job's name.
 func (e *Executor) probeName() string { return "probe-" + e.cfg.WorkerID }
 
+// probeEvery is how often the compute nodes are probed again, so that a tool installed
+// there is offered without a restart of the executor (a plain worker re-checks its own
+// tools every minute; a probe costs a batch job, so it runs less often).
+const probeEvery = time.Hour
+
+// keepProbing probes the compute nodes at start and every probeEvery after.
+func (e *Executor) keepProbing(ctx context.Context) {
+	for {
+		e.probe(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(probeEvery):
+		}
+	}
+}
+
 // probe runs doctor on a compute node and, once it answered, offers only the models it
-// found runnable. Until then, and when the probe fails, the executor offers every model of
-// Config.Models: a job whose tool a node lacks then fails with the engine's own reason, as
-// it would without the probe.
+// found runnable. Until the first probe answered, the executor offers every model of
+// Config.Models, and when a probe fails it keeps what it offered: a job whose tool a node
+// lacks then fails with the engine's own reason, as it would without the probe.
 func (e *Executor) probe(ctx context.Context) {
 	dir := filepath.Join(e.cfg.Dir, e.probeName())
 	name := "chaperone-" + e.probeName()
@@ -47,7 +64,7 @@ func (e *Executor) probe(ctx context.Context) {
 	report, err := e.runProbe(ctx, dir, name)
 	if err != nil {
 		if ctx.Err() == nil {
-			e.log.Warn("the probe of the compute nodes failed; offering every configured model", "error", err.Error())
+			e.log.Warn("the probe of the compute nodes failed; the models offered stay as they were", "error", err.Error())
 		}
 		return
 	}
