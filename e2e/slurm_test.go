@@ -256,3 +256,33 @@ func TestSlurmProbeOffersWhatTheNodesCanRun(t *testing.T) {
 		t.Errorf("protenix-v2 unavailable because %q, want doctor's words for a missing tool", why)
 	}
 }
+
+// A batch job that Slurm preempts is a lost attempt, not a failure: the job goes back to
+// the queue and runs again, as attempt 2, in a batch job of its own. The cluster's urgent
+// partition preempts jobs of its scavenger partition (.ci/slurm). Not parallel: the
+// preempting job needs both CPUs of the one node, which the other Slurm tests would hold.
+func TestSlurmPreemptionIsALostAttempt(t *testing.T) {
+	s := slurmServer(t)
+	startExecutor(t, s, "slurm-preempt", "--slurm-partition=scavenger")
+	id := s.create("/v1/predictions", map[string]any{"targets": []map[string]any{{"name": "slow", "content": ">A\nMKTAYIAK\n"}}})
+	s.waitFor(id, 30*time.Second, func(j map[string]any) bool { return j["stage"] == "inference" })
+	first := slurmJobs(t, id)
+	mustf(t, len(first) == 1, "Slurm jobs of %s: %v", id, first)
+
+	out, err := exec.Command("sbatch", "--parsable", "--partition=urgent", "--cpus-per-task=2", "--output=/dev/null",
+		"--job-name=chaperone-test-urgent", "--wrap=sleep 2").CombinedOutput()
+	if err != nil {
+		t.Fatalf("sbatch: %v %s", err, out)
+	}
+	urgent := strings.TrimSpace(string(out))
+	t.Cleanup(func() { exec.Command("scancel", urgent).Run() })
+	eventually(t, 30*time.Second, "the batch job preempted", func() bool { return slurmState(t, first[0]) == "PREEMPTED" })
+
+	j := s.waitFor(id, 120*time.Second, func(j map[string]any) bool { return j["status"] == "succeeded" || j["status"] == "failed" })
+	mustf(t, j["status"] == "succeeded", "job %v", j)
+	log := s.logOf(id)
+	mustf(t, strings.Contains(log, "== chaperone: Slurm job "+first[0]+" ended PREEMPTED; the job goes back to the queue ==") &&
+		strings.Contains(log, "attempt 2 of predict job "+id), "log:\n%s", log)
+	second, err := exec.Command("squeue", "-h", "-t", "all", "-n", "chaperone-"+id+"-2", "-o", "%i").Output()
+	mustf(t, err == nil && len(strings.Fields(string(second))) == 1, "Slurm jobs of attempt 2: %q %v", second, err)
+}
