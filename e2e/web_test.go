@@ -129,6 +129,24 @@ func TestWebCancelAndDelete(t *testing.T) {
 	b.expectNoProblems()
 }
 
+// A job that waits says why: here both worker slots of the server run other jobs.
+func TestWebSaysWhyAJobWaits(t *testing.T) {
+	t.Parallel()
+	_, b := openPage(t, 1280, 900)
+	for range 2 {
+		b.open("/")
+		b.submitPrediction("esmfold2", "MKTAYIAKQRQ", enginetest.Slow+":600") // a minute
+		b.submitted()
+		b.waitJS("the job runs", `document.querySelector(".card .pill")?.textContent === "running"`)
+	}
+	b.open("/")
+	b.submitPrediction("esmfold2", "MKTAYIAKQRQ", enginetest.Slow+":600")
+	b.submitted()
+	b.waitJS("the third job says why it waits", `document.querySelector("[data-stage]")?.textContent === "waiting: all 2 worker slots that can run it are busy"`)
+	b.screenshot("waiting")
+	b.expectNoProblems()
+}
+
 func TestWebDesignOpensInTheViewer(t *testing.T) {
 	t.Parallel()
 	_, b := openPage(t, 1280, 1000)

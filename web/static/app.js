@@ -479,6 +479,20 @@ function renderElapsed(head, job) {
   e.textContent = fmtDuration(end - start);
 }
 
+// waitingFor says why a job that has no stage yet waits, from its queue object: no worker
+// for its model, every slot busy, or a cluster scheduler (Slurm) holding it.
+function waitingFor(job) {
+  const q = job.queue;
+  if (!q) return "starting";
+  const why = {
+    no_worker: "waiting: no worker that can run it is connected",
+    busy: `waiting: ${q.chips_busy === 1 ? "the one worker slot" : `all ${q.chips_busy} worker slots`} that can run it ${q.chips_busy === 1 ? "is" : "are"} busy`,
+    scheduler: "waiting in the cluster's scheduler (Slurm)",
+  }[q.reason] ?? `waiting (${q.reason})`;
+  const ahead = q.accounts_ahead;
+  return ahead ? `${why}; ${ahead} other ${ahead === 1 ? "owner's jobs go" : "owners' jobs go"} first` : why;
+}
+
 function renderJobHead(head, job, signal) {
   const actions = h("div", { class: "row" });
   if (!TERMINAL.has(job.status)) {
@@ -501,7 +515,7 @@ function renderJobHead(head, job, signal) {
       pill(job.status), h("span", {}, kindLabel), h("span", {}, h("b", {}, job.model ?? job.protocol ?? "")),
       h("span", {}, "id ", h("code", {}, job.id))),
     h("div", { class: "meta" },
-      h("span", {}, "Stage: ", h("b", { "data-stage": true }, TERMINAL.has(job.status) ? "finished" : job.stage ?? "waiting for a worker")),
+      h("span", {}, "Stage: ", h("b", { "data-stage": true }, TERMINAL.has(job.status) ? "finished" : job.stage ?? waitingFor(job))),
       job.total ? h("span", {}, `${job.done} of ${job.total} done`) : null,
       h("span", {}, "Elapsed: ", h("b", { "data-elapsed": true }, "—")),
       h("span", {}, "Created ", fmtTime(job.created_at))),
