@@ -45,6 +45,18 @@ type executor struct {
 // server counts it as a live worker.
 func startExecutor(t *testing.T, s *server, id string, extra ...string) *executor {
 	t.Helper()
+	e := newExecutor(t, s, id, extra...)
+	e.start()
+	eventually(t, 20*time.Second, "the executor announced", func() bool {
+		ws, err := s.Store.LiveWorkers(context.Background(), time.Now().Add(-time.Minute))
+		return err == nil && slices.ContainsFunc(ws, func(w store.Worker) bool { return strings.HasSuffix(w.ID, "/"+id) })
+	})
+	return e
+}
+
+// newExecutor sets up an executor for s with a worker token of its own, without starting it.
+func newExecutor(t *testing.T, s *server, id string, extra ...string) *executor {
+	t.Helper()
 	token, rec := apikey.New("slurm-"+id, time.Now())
 	rec.Worker = true
 	if err := s.Store.CreateKey(context.Background(), rec); err != nil {
@@ -64,10 +76,6 @@ func startExecutor(t *testing.T, s *server, id string, extra ...string) *executo
 			t.Logf("executor output:\n%s", e.out)
 		}
 		cancelSlurmJobsOf(id)
-	})
-	eventually(t, 20*time.Second, "the executor announced", func() bool {
-		ws, err := s.Store.LiveWorkers(context.Background(), time.Now().Add(-time.Minute))
-		return err == nil && slices.ContainsFunc(ws, func(w store.Worker) bool { return strings.HasSuffix(w.ID, "/"+id) })
 	})
 	return e
 }
@@ -207,15 +215,26 @@ func TestSlurmTimeLimitFailsTheJob(t *testing.T) {
 		!strings.Contains(log, "returns to the queue"), "log:\n%s", log)
 }
 
-// sbatch refusing a job (here: a partition the cluster does not have) fails it with
-// Slurm's own words.
-func TestSlurmRefusalFailsTheJob(t *testing.T) {
+// An executor whose request Slurm would refuse (here: a partition the cluster does not
+// have; sbatch --test-only says so) stops at start with Slurm's words, before it offers
+// anything, instead of failing every job it would lease.
+func TestSlurmExecutorRefusesABadRequestAtStart(t *testing.T) {
 	t.Parallel()
 	s := slurmServer(t)
-	startExecutor(t, s, "slurm-refused", "--slurm-partition=gpux")
-	id := s.predict("refused")
-	j := s.waitStatus(id, "failed")
-	mustf(t, j["error"] == "Slurm refused the job: invalid partition specified: gpux", "job %v", j)
+	e := newExecutor(t, s, "slurm-refused", "--slurm-partition=gpux")
+	e.start()
+	done := make(chan error, 1)
+	go func() { done <- e.cmd.Wait() }()
+	select {
+	case err := <-done:
+		mustf(t, err != nil, "the executor exited without an error")
+	case <-time.After(20 * time.Second):
+		t.Fatal("the executor did not stop")
+	}
+	mustf(t, strings.Contains(e.out.String(), "Slurm would refuse the jobs as configured") &&
+		strings.Contains(e.out.String(), "invalid partition specified: gpux"), "executor output:\n%s", e.out)
+	ws, err := s.Store.LiveWorkers(context.Background(), time.Now().Add(-time.Minute))
+	mustf(t, err == nil && len(ws) == 0, "workers announced: %v %v", ws, err)
 }
 
 // An executor killed while its job runs in Slurm takes the job up again when it restarts,

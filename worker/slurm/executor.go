@@ -137,6 +137,9 @@ func (e *Executor) Start(ctx context.Context) error {
 	if err := os.MkdirAll(e.cfg.Dir, 0o755); err != nil {
 		return fmt.Errorf("slurm: the job folder: %w", err)
 	}
+	if err := e.checkRequest(ctx); err != nil {
+		return err
+	}
 	if err := e.announce(ctx); err != nil {
 		return fmt.Errorf("slurm: announcing: %w", err)
 	}
@@ -186,6 +189,26 @@ func (e *Executor) Wait() error {
 		e.log.Warn("handing back jobs at shutdown", "error", err.Error())
 	}
 	return e.cfg.Queue.RemoveWorker(ctx, e.cfg.WorkerID)
+}
+
+// checkRequest asks Slurm, submitting nothing, whether it takes batch jobs with the
+// operator's request, so that a wrong partition, account or GPU request stops the executor
+// at start, in Slurm's words, instead of failing every job it leases.
+func (e *Executor) checkRequest(ctx context.Context) error {
+	script := filepath.Join(e.cfg.Dir, "check-"+e.cfg.WorkerID+".sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ntrue\n"), 0o755); err != nil {
+		return fmt.Errorf("slurm: the job folder: %w", err)
+	}
+	defer os.Remove(script)
+	err := e.cfg.Slurm.Check(ctx, e.batchOptions("chaperone-check", e.cfg.Dir, e.timeLimit(job.PredictKind)), script)
+	var refused *RefusedError
+	switch {
+	case errors.As(err, &refused):
+		return fmt.Errorf("slurm: Slurm would refuse the jobs as configured (--slurm-partition, --slurm-account, --slurm-gpus, --slurm-gres, --slurm-option): %s", refused.Message)
+	case err != nil:
+		return fmt.Errorf("slurm: asking Slurm whether it takes the jobs: %w", err)
+	}
+	return nil
 }
 
 func (e *Executor) busy() int {

@@ -87,6 +87,26 @@ func (c CLI) Submit(ctx context.Context, options []string, script string) (strin
 	return id, nil
 }
 
+// Check asks sbatch whether it would take a batch job with these options, submitting
+// nothing (--test-only). A refusal is a *RefusedError in Slurm's words; other errors (no
+// controller, no sbatch) are returned as they are.
+func (c CLI) Check(ctx context.Context, options []string, script string) error {
+	args := append(append([]string{"--test-only"}, options...), script)
+	_, err := c.command(ctx, "sbatch", args...)
+	if err == nil {
+		return nil
+	}
+	if strings.Contains(err.Error(), "Unable to contact slurm controller") {
+		return err
+	}
+	for line := range strings.Lines(err.Error()) {
+		if _, msg, ok := strings.Cut(line, "sbatch: error: "); ok {
+			return &RefusedError{Message: strings.TrimSpace(msg)}
+		}
+	}
+	return err
+}
+
 // refusal reads sbatch's error output: the job itself was refused when sbatch says the
 // submission failed for a reason other than reaching the controller, and its first error
 // line says why in Slurm's words ("invalid partition specified: gpux").
