@@ -214,17 +214,27 @@ func (w *Worker) announce(ctx context.Context) error {
 	a := Announcement{WorkerID: w.cfg.ID, Models: w.avail.Models, Missing: w.avail.Missing, Loaded: loaded,
 		Slots: w.cfg.Slots, Busy: int(w.busy.Load())}
 	w.mu.Unlock()
-	t, err := w.cfg.Queue.Announce(ctx, a)
+	t, err := Announce(ctx, w.cfg.Queue, a)
 	if err != nil {
 		return err
-	}
-	if t.LeaseTTL <= 0 || t.Heartbeat <= 0 {
-		return fmt.Errorf("the server gave no lease timing (%+v)", t)
 	}
 	w.mu.Lock()
 	w.timing = t
 	w.mu.Unlock()
 	return nil
+}
+
+// Announce tells q about a worker and returns the lease timing the server holds it to,
+// refusing an answer that gives none: every worker of the protocol announces this way.
+func Announce(ctx context.Context, q Queue, a Announcement) (Timing, error) {
+	t, err := q.Announce(ctx, a)
+	if err != nil {
+		return Timing{}, err
+	}
+	if t.LeaseTTL <= 0 || t.Heartbeat <= 0 {
+		return Timing{}, fmt.Errorf("the server gave no lease timing (%+v)", t)
+	}
+	return t, nil
 }
 
 func (w *Worker) leaseTiming() Timing {

@@ -228,12 +228,9 @@ func (e *Executor) announce(ctx context.Context) error {
 	e.mu.Lock()
 	a := worker.Announcement{WorkerID: e.cfg.WorkerID, Models: e.models, Missing: e.missing, Slots: e.cfg.Slots, Busy: busy}
 	e.mu.Unlock()
-	t, err := e.cfg.Queue.Announce(ctx, a)
+	t, err := worker.Announce(ctx, e.cfg.Queue, a)
 	if err != nil {
 		return err
-	}
-	if t.LeaseTTL <= 0 || t.Heartbeat <= 0 {
-		return fmt.Errorf("the server gave no lease timing (%+v)", t)
 	}
 	e.mu.Lock()
 	e.timing = t
