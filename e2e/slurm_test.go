@@ -66,8 +66,10 @@ func newExecutor(t *testing.T, s *server, id string, extra ...string) *executor 
 	e.args = append([]string{"worker", "--server", s.URL, "--token", token, "--id", id, "--data", t.TempDir(),
 		"--slurm", "--slurm-dir", e.dir, "--slurm-poll", "1s", "--slurm-models", "boltz2", "--tool", "boltz=" + boltzStandIn(t),
 		"--msa-server", testMSAServer, "--drain-timeout", "1s", "--log-level", "debug"}, extra...)
-	e.start()
 	t.Cleanup(func() {
+		if e.cmd == nil {
+			return
+		}
 		if e.cmd.ProcessState == nil {
 			e.cmd.Process.Signal(syscall.SIGTERM)
 			e.cmd.Wait()

@@ -40,9 +40,13 @@ func Running() string {
 	if err != nil {
 		return "sinfo: " + strings.TrimSpace(string(out)) + " " + err.Error()
 	}
+	// A node that runs jobs, or is finishing one (completing), takes work; one that is
+	// down, drained, failing or not yet known does not.
 	for state := range strings.FieldsSeq(string(out)) {
-		if strings.HasPrefix(state, "idle") || strings.HasPrefix(state, "mix") || strings.HasPrefix(state, "alloc") {
-			return ""
+		for _, usable := range []string{"idle", "mix", "alloc", "completing", "planned"} {
+			if strings.HasPrefix(state, usable) {
+				return ""
+			}
 		}
 	}
 	return "no node takes work (sinfo: " + strings.TrimSpace(string(out)) + ")"
