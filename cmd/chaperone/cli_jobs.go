@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -157,7 +158,15 @@ func models(ctx context.Context, inv *invocation, args []string) error {
 	for _, p := range cat.Protocols {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t\t\n", p.ID, p.Model, strings.Join(p.Requires, ", "))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// Whoever reads this table may be the one who runs the workers: say where the rest of
+	// the story is.
+	if slices.ContainsFunc(cat.Models, func(m client.Model) bool { return !m.Available }) {
+		_, err = fmt.Fprintln(cl.stdout, "\nFor what an unavailable model needs on a worker (tool, version, weights, GPU memory), run\n'chaperone doctor' on that machine; the README's \"GPU worker\" section sets each tool up.")
+	}
+	return err
 }
 
 func yesNo(b bool) string {
