@@ -143,7 +143,9 @@ func (s *server) logOf(id string) string {
 func TestSlurmJobWaitsInSlurmThenRunsThere(t *testing.T) {
 	t.Parallel()
 	s := slurmServer(t)
-	e := startExecutor(t, s, "slurm-held", "--slurm-option=--hold")
+	// Predictions go to their own partition (--slurm-option-for), as an operator may send
+	// each kind of job where it belongs.
+	e := startExecutor(t, s, "slurm-held", "--slurm-option=--hold", "--slurm-option-for=predict=--partition=scavenger")
 
 	start := time.Now()
 	id := s.create("/v1/predictions", map[string]any{"params": map[string]any{"use_msa_server": false},
@@ -154,7 +156,7 @@ func TestSlurmJobWaitsInSlurmThenRunsThere(t *testing.T) {
 	ids := slurmJobs(t, id)
 	mustf(t, len(ids) == 1, "Slurm jobs of %s: %v", id, ids)
 	eventually(t, 10*time.Second, "the pending reason in the log", func() bool {
-		return strings.Contains(s.logOf(id), "== chaperone: Slurm job "+ids[0]+" pending in partition debug (JobHeldUser) ==")
+		return strings.Contains(s.logOf(id), "== chaperone: Slurm job "+ids[0]+" pending in partition scavenger (JobHeldUser) ==")
 	})
 
 	if out, err := exec.Command("scontrol", "release", ids[0]).CombinedOutput(); err != nil {

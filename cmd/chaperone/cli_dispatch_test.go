@@ -122,6 +122,8 @@ func TestUsageErrorsShowTheUsage(t *testing.T) {
 		{[]string{"predict", "--sequence", "MK", "--param", "fast"}, "KEY=VALUE", "chaperone predict --sequence S"},
 		{[]string{"--json", "serve"}, "-json", "chaperone serve"},
 		{[]string{"version", "extra"}, "want no arguments", "chaperone version"},
+		{[]string{"worker", "--slurm-option-for", "folding=--mem=8G"}, `"folding" is neither a model nor a kind`, "chaperone worker"},
+		{[]string{"worker", "--slurm-option-for", "embed"}, "want KIND=OPTION or MODEL=OPTION", "chaperone worker"},
 	} {
 		code, stdout, stderr := chaperone(t, tc.args...)
 		if code != 2 || stdout != "" || !strings.HasPrefix(stderr, "chaperone: ") ||

@@ -8,11 +8,15 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/chaperone-bio/chaperone/app"
+	"github.com/chaperone-bio/chaperone/catalog"
 	"github.com/chaperone-bio/chaperone/engine"
+	"github.com/chaperone-bio/chaperone/job"
 	"github.com/chaperone-bio/chaperone/worker/remote"
 	"github.com/chaperone-bio/chaperone/worker/slurm"
 )
@@ -42,6 +46,20 @@ func runWorker(inv *invocation, args []string) error {
 	fs.StringVar(&sc.submit.Gres, "slurm-gres", "", "with --slurm: sbatch --gres, e.g. gpu:a100:1")
 	fs.Func("slurm-option", "with --slurm: one more sbatch option, e.g. --qos=high; repeatable", func(v string) error {
 		sc.submit.Options = append(sc.submit.Options, v)
+		return nil
+	})
+	fs.Func("slurm-option-for", "with --slurm: KIND=OPTION or MODEL=OPTION, one more sbatch option for the jobs of one kind (predict, design, embed) or one model, e.g. embed=--partition=small or boltz2=--mem=64G; repeatable; a model's wins over its kind's, both over --slurm-option", func(v string) error {
+		name, opt, ok := strings.Cut(v, "=")
+		if !ok || name == "" || !strings.HasPrefix(opt, "-") {
+			return fmt.Errorf("want KIND=OPTION or MODEL=OPTION (such as embed=--partition=small), got %q", v)
+		}
+		if _, known := catalog.Default().Model(name); !known && !slices.Contains([]job.Kind{job.PredictKind, job.DesignKind, job.EmbedKind}, job.Kind(name)) {
+			return fmt.Errorf("%q is neither a model nor a kind (predict, design, embed)", name)
+		}
+		if sc.submit.For == nil {
+			sc.submit.For = map[string][]string{}
+		}
+		sc.submit.For[name] = append(sc.submit.For[name], opt)
 		return nil
 	})
 	fs.StringVar(&sc.submit.Time, "slurm-time", "", "with --slurm: sbatch --time for every job, in Slurm's format; default: the job's runtime cap plus --slurm-time-margin")

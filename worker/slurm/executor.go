@@ -71,6 +71,11 @@ type Submit struct {
 	Time       string
 	TimeMargin time.Duration
 	Options    []string // more sbatch options, as given
+	// For holds more sbatch options for the jobs of one kind (predict, design, embed) or
+	// one model (its run model: boltz2, rfd3, esmc-6b, …), after Options: sbatch takes the
+	// last of a repeated option, so a model's own request wins over its kind's, and both
+	// over the general one (an embedding partition, more memory for one model).
+	For map[string][]string
 }
 
 // Executor submits leased jobs to Slurm and follows them. See the package doc.
@@ -358,7 +363,9 @@ func (e *Executor) tookID(ctx context.Context, t *tracked, id string) {
 
 // sbatchOptions are sbatch's options for a job.
 func (e *Executor) sbatchOptions(t *tracked) []string {
-	return e.batchOptions(jobName(t.lease.Fence), t.dir, e.timeLimit(t.lease.Kind))
+	opts := e.batchOptions(jobName(t.lease.Fence), t.dir, e.timeLimit(t.lease.Kind))
+	opts = append(opts, e.cfg.Submit.For[string(t.lease.Kind)]...)
+	return append(opts, e.cfg.Submit.For[t.lease.RunModel]...)
 }
 
 // batchOptions are sbatch's options for a batch job of the executor: its name and folder,

@@ -18,6 +18,9 @@ func TestSbatchOptions(t *testing.T) {
 		kind   job.Kind
 		want   []string
 	}{
+		{"options for the kind, then for the model, after the general ones", Submit{Time: "1:00:00", Options: []string{"--mem=8G"},
+			For: map[string][]string{"predict": {"--partition=fold"}, "boltz2": {"--mem=64G"}, "embed": {"--partition=small"}, "rfd3": {"--mem=1G"}}},
+			job.PredictKind, append(slices.Clone(base), "--time=1:00:00", "--mem=8G", "--partition=fold", "--mem=64G")},
 		{"the runtime cap plus the margin, rounded up to minutes", Submit{TimeMargin: 5 * time.Minute}, job.PredictKind,
 			append(slices.Clone(base), "--time=66")},
 		{"no cap", Submit{}, job.EmbedKind, append(slices.Clone(base), "--time=UNLIMITED")},
@@ -30,7 +33,7 @@ func TestSbatchOptions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := New(Config{WorkerID: "login-1", Submit: tc.submit,
 				Runtime: map[job.Kind]time.Duration{job.PredictKind: time.Hour + 30*time.Second, job.DesignKind: time.Hour}})
-			tr := &tracked{lease: worker.Lease{Fence: worker.Fence{JobID: "J", Attempt: 2}, Kind: tc.kind}, dir: "/shared/J-2"}
+			tr := &tracked{lease: worker.Lease{Fence: worker.Fence{JobID: "J", Attempt: 2}, Kind: tc.kind, RunModel: "boltz2"}, dir: "/shared/J-2"}
 			if got := e.sbatchOptions(tr); !slices.Equal(got, tc.want) {
 				t.Errorf("sbatch options\n got %q\nwant %q", got, tc.want)
 			}
