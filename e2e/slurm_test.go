@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -220,23 +221,30 @@ func TestSlurmTimeLimitFailsTheJob(t *testing.T) {
 }
 
 // An executor whose request Slurm would refuse (here: a partition the cluster does not
-// have; sbatch --test-only says so) stops at start with Slurm's words, before it offers
-// anything, instead of failing every job it would lease.
+// have, for every job or for one kind; sbatch --test-only says so) stops at start with
+// Slurm's words, before it offers anything, instead of failing every job it would lease.
 func TestSlurmExecutorRefusesABadRequestAtStart(t *testing.T) {
 	t.Parallel()
 	s := slurmServer(t)
-	e := newExecutor(t, s, "slurm-refused", "--slurm-partition=gpux")
-	e.start()
-	done := make(chan error, 1)
-	go func() { done <- e.cmd.Wait() }()
-	select {
-	case err := <-done:
-		mustf(t, err != nil, "the executor exited without an error")
-	case <-time.After(20 * time.Second):
-		t.Fatal("the executor did not stop")
+	for i, tc := range []struct {
+		flag, words string
+	}{
+		{"--slurm-partition=gpux", "Slurm would refuse the jobs as configured"},
+		{"--slurm-option-for=embed=--partition=gpux", "Slurm would refuse the embed jobs as configured (--slurm-option-for embed=…)"},
+	} {
+		e := newExecutor(t, s, fmt.Sprintf("slurm-refused-%d", i), tc.flag)
+		e.start()
+		done := make(chan error, 1)
+		go func() { done <- e.cmd.Wait() }()
+		select {
+		case err := <-done:
+			mustf(t, err != nil, "%s: the executor exited without an error", tc.flag)
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: the executor did not stop", tc.flag)
+		}
+		mustf(t, strings.Contains(e.out.String(), tc.words) &&
+			strings.Contains(e.out.String(), "invalid partition specified: gpux"), "%s: executor output:\n%s", tc.flag, e.out)
 	}
-	mustf(t, strings.Contains(e.out.String(), "Slurm would refuse the jobs as configured") &&
-		strings.Contains(e.out.String(), "invalid partition specified: gpux"), "executor output:\n%s", e.out)
 	ws, err := s.Store.LiveWorkers(context.Background(), time.Now().Add(-time.Minute))
 	mustf(t, err == nil && len(ws) == 0, "workers announced: %v %v", ws, err)
 }

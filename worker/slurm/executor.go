@@ -205,13 +205,29 @@ func (e *Executor) checkRequest(ctx context.Context) error {
 		return fmt.Errorf("slurm: the job folder: %w", err)
 	}
 	defer os.Remove(script)
-	err := e.cfg.Slurm.Check(ctx, e.batchOptions("chaperone-check", e.cfg.Dir, e.timeLimit(job.PredictKind)), script)
+	general := e.batchOptions("chaperone-check", e.cfg.Dir, e.timeLimit(job.PredictKind))
+	if err := e.check(ctx, general, script, "the jobs", "--slurm-partition, --slurm-account, --slurm-gpus, --slurm-gres, --slurm-option"); err != nil {
+		return err
+	}
+	for _, name := range slices.Sorted(maps.Keys(e.cfg.Submit.For)) {
+		opts := append(slices.Clone(general), e.cfg.Submit.For[name]...)
+		if err := e.check(ctx, opts, script, "the "+name+" jobs", "--slurm-option-for "+name+"=…"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// check asks Slurm whether it takes a batch job with opts; which and flags name the jobs
+// and the flags that asked for them in the error.
+func (e *Executor) check(ctx context.Context, opts []string, script, which, flags string) error {
+	err := e.cfg.Slurm.Check(ctx, opts, script)
 	var refused *RefusedError
 	switch {
 	case errors.As(err, &refused):
-		return fmt.Errorf("slurm: Slurm would refuse the jobs as configured (--slurm-partition, --slurm-account, --slurm-gpus, --slurm-gres, --slurm-option): %s", refused.Message)
+		return fmt.Errorf("slurm: Slurm would refuse %s as configured (%s): %s", which, flags, refused.Message)
 	case err != nil:
-		return fmt.Errorf("slurm: asking Slurm whether it takes the jobs: %w", err)
+		return fmt.Errorf("slurm: asking Slurm whether it takes %s: %w", which, err)
 	}
 	return nil
 }
