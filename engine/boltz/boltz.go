@@ -113,14 +113,9 @@ func (e *Engine) plan(run *engine.Run, work string) (toolkit.Steps, error) {
 	}
 	p := &prediction{cfg: e.cfg, log: run.Log, report: run.Report, params: params, complexes: complexes,
 		inputs: filepath.Join(work, "inputs"), files: filepath.Join(work, "files"), out: filepath.Join(work, "out"),
-		cache: &msacache.Cache{Limit: e.cfg.MSACacheBytes}}
-	if run.CacheDir != "" {
-		p.cache.Dir = filepath.Join(run.CacheDir, "msa")
-	}
-	for _, d := range []string{p.inputs, p.files, p.out} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, err
-		}
+		cache: msacache.ForRun(run.CacheDir, e.cfg.MSACacheBytes)}
+	if err := toolkit.MakeDirs(p.inputs, p.files, p.out); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

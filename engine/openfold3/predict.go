@@ -46,14 +46,9 @@ func (e *Engine) plan(run *engine.Run, work string) (*prediction, error) {
 	}
 	p := &prediction{cfg: e.cfg, log: run.Log, params: params,
 		inputs: filepath.Join(work, "inputs"), files: filepath.Join(work, "files"), msa: filepath.Join(work, "msa"),
-		out: filepath.Join(work, "out"), cache: &msacache.Cache{Limit: e.cfg.MSACacheBytes}, alignFailed: map[string]string{}}
-	if run.CacheDir != "" {
-		p.cache.Dir = filepath.Join(run.CacheDir, "msa")
-	}
-	for _, d := range []string{p.inputs, p.files, p.out} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, err
-		}
+		out: filepath.Join(work, "out"), cache: msacache.ForRun(run.CacheDir, e.cfg.MSACacheBytes), alignFailed: map[string]string{}}
+	if err := toolkit.MakeDirs(p.inputs, p.files, p.out); err != nil {
+		return nil, err
 	}
 	for _, cx := range complexes {
 		p.targets = append(p.targets, &target{cx: cx, alignments: make([]*alignment, len(cx.Entities))})

@@ -60,14 +60,9 @@ func (e *Engine) plan(run *engine.Run, work string) (toolkit.Steps, error) {
 	}
 	p := &prediction{e: e, log: run.Log, report: run.Report, params: params, complexes: complexes,
 		input: filepath.Join(work, "input"), files: filepath.Join(work, "msa"), out: filepath.Join(work, "out"),
-		pdb: filepath.Join(work, "pdb"), cache: &msacache.Cache{Limit: e.cfg.MSACacheBytes}}
-	if run.CacheDir != "" {
-		p.cache.Dir = filepath.Join(run.CacheDir, "msa")
-	}
-	for _, d := range []string{p.input, p.files, p.out} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, err
-		}
+		pdb: filepath.Join(work, "pdb"), cache: msacache.ForRun(run.CacheDir, e.cfg.MSACacheBytes)}
+	if err := toolkit.MakeDirs(p.input, p.files, p.out); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

@@ -168,10 +168,7 @@ func (e *Engine) fold(ctx context.Context, run *engine.Run, ch channel, m model)
 // path of one from the alignment server, through the worker's cache; it returns "" when
 // the job does not search.
 func (e *Engine) searcher(ctx context.Context, run *engine.Run, useServer bool) func(seq, dst string) (string, error) {
-	cache := &msacache.Cache{Limit: e.msa.MSACacheBytes}
-	if run.CacheDir != "" {
-		cache.Dir = filepath.Join(run.CacheDir, "msa")
-	}
+	cache := msacache.ForRun(run.CacheDir, e.msa.MSACacheBytes)
 	searched := map[string]string{} // sequence → its file in this run
 	return func(seq, dst string) (string, error) {
 		if !useServer {

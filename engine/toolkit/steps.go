@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -64,6 +65,16 @@ func RunSteps(ctx context.Context, run *engine.Run, tool *Tool, plan Plan) (*eng
 type Target struct {
 	Row   job.PredictionRow
 	Files []engine.File
+}
+
+// MakeDirs creates the folders a run writes into, with their parents.
+func MakeDirs(dirs ...string) error {
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Artifact is a file of the run as a result: path in the results, the target it belongs

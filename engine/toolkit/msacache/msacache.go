@@ -31,6 +31,17 @@ type Cache struct {
 	Limit int64 // bytes kept
 }
 
+// ForRun is the alignment cache of a job run whose engine keeps its caches under
+// cacheDir (engine.Run.CacheDir), in its msa folder, holding at most limit bytes; with no
+// cacheDir it caches nothing.
+func ForRun(cacheDir string, limit int64) *Cache {
+	c := &Cache{Limit: limit}
+	if cacheDir != "" {
+		c.Dir = filepath.Join(cacheDir, "msa")
+	}
+	return c
+}
+
 // Key names one search by every part that shapes its result, in order: what kind of entry
 // it is with a version (for example "boltz msa v1"), the server, the options that change
 // the alignments (a pairing strategy), and the sequences searched together. A complex's
