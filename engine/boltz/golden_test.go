@@ -1,7 +1,6 @@
 package boltz
 
 import (
-	"github.com/chaperone-bio/chaperone/internal/golden"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/chaperone-bio/chaperone/bio"
+	"github.com/chaperone-bio/chaperone/internal/golden"
 )
 
 // TestWrittenYAMLGolden pins the Boltz input the engine writes for inputs of every
@@ -17,31 +17,17 @@ import (
 // go test -run TestWrittenYAMLGolden -update rewrites <name>.golden.
 func TestWrittenYAMLGolden(t *testing.T) {
 	t.Parallel()
-	inputs, err := filepath.Glob(filepath.Join("testdata", "yaml", "*.in"))
-	if err != nil || len(inputs) == 0 {
-		t.Fatalf("no inputs: %v", err)
-	}
-	for _, in := range inputs {
-		name := strings.TrimSuffix(filepath.Base(in), ".in")
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			text, err := os.ReadFile(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cx, err := bio.ParseInput(name, string(text))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := New(Config{}).CheckInput("boltz2", cx, map[string]any{"use_msa_server": true}); err != nil {
-				t.Fatalf("Boltz would refuse the input: %v", err)
-			}
-			dir, files := writeInput(t, cx)
-			got := written(t, filepath.Join(dir, name+".yaml"), files)
-			path := strings.TrimSuffix(in, ".in") + ".golden"
-			golden.Check(t, path, []byte(got))
-		})
-	}
+	golden.EachInput(t, filepath.Join("testdata", "yaml", "*.in"), func(t *testing.T, name string, text []byte, goldenPath string) {
+		cx, err := bio.ParseInput(name, string(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := New(Config{}).CheckInput("boltz2", cx, map[string]any{"use_msa_server": true}); err != nil {
+			t.Fatalf("Boltz would refuse the input: %v", err)
+		}
+		dir, files := writeInput(t, cx)
+		golden.Check(t, goldenPath, []byte(written(t, filepath.Join(dir, name+".yaml"), files)))
+	})
 }
 
 // written is the YAML at path with the folder files written as $FILES, then every file

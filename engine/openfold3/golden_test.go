@@ -1,13 +1,14 @@
 package openfold3
 
 import (
-	"github.com/chaperone-bio/chaperone/internal/golden"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/chaperone-bio/chaperone/internal/golden"
 )
 
 // TestWrittenInputsGolden pins what the engine gives run_openfold for requests of every
@@ -17,27 +18,13 @@ import (
 // rewrites <name>.golden.
 func TestWrittenInputsGolden(t *testing.T) {
 	t.Parallel()
-	requests, err := filepath.Glob(filepath.Join("testdata", "*.json"))
-	if err != nil || len(requests) == 0 {
-		t.Fatalf("no requests: %v", err)
-	}
-	for _, req := range requests {
-		name := strings.TrimSuffix(filepath.Base(req), ".json")
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			body, err := os.ReadFile(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			h := newHarness(t, Config{})
-			if _, err := h.run(newJob(t, string(body))); err != nil {
-				t.Fatalf("%v\n%s", err, h.Log.String())
-			}
-			got := writtenInputs(t, h.workDir)
-			path := filepath.Join("testdata", name+".golden")
-			golden.Check(t, path, []byte(got))
-		})
-	}
+	golden.EachInput(t, filepath.Join("testdata", "*.json"), func(t *testing.T, _ string, body []byte, goldenPath string) {
+		h := newHarness(t, Config{})
+		if _, err := h.run(newJob(t, string(body))); err != nil {
+			t.Fatalf("%v\n%s", err, h.Log.String())
+		}
+		golden.Check(t, goldenPath, []byte(writtenInputs(t, h.workDir)))
+	})
 }
 
 // writtenInputs is every file under the work folder's inputs/ and files/, each after a

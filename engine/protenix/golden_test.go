@@ -2,7 +2,6 @@ package protenix
 
 import (
 	"encoding/json"
-	"github.com/chaperone-bio/chaperone/internal/golden"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/chaperone-bio/chaperone/bio"
 	"github.com/chaperone-bio/chaperone/engine/toolkit/msacache"
+	"github.com/chaperone-bio/chaperone/internal/golden"
 )
 
 // TestWrittenJSONGolden pins the tools' input the engine writes for inputs of every
@@ -19,35 +19,21 @@ import (
 // each of those files. go test -run TestWrittenJSONGolden -update rewrites <name>.golden.
 func TestWrittenJSONGolden(t *testing.T) {
 	t.Parallel()
-	inputs, err := filepath.Glob(filepath.Join("testdata", "json", "*.in"))
-	if err != nil || len(inputs) == 0 {
-		t.Fatalf("no inputs: %v", err)
-	}
-	for _, in := range inputs {
-		name := strings.TrimSuffix(filepath.Base(in), ".in")
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			text, err := os.ReadFile(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cx, err := bio.ParseInput(name, string(text))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := New(Config{}).CheckInput("protenix-v2", cx, map[string]any{"use_msa_server": true}); err != nil {
-				t.Fatalf("the engine would refuse the input: %v", err)
-			}
-			files := t.TempDir()
-			tg, err := planTarget(cx, true, protenixFlavor, server, &msacache.Cache{}, files)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := written(t, tg.entry, files)
-			path := strings.TrimSuffix(in, ".in") + ".golden"
-			golden.Check(t, path, []byte(got))
-		})
-	}
+	golden.EachInput(t, filepath.Join("testdata", "json", "*.in"), func(t *testing.T, name string, text []byte, goldenPath string) {
+		cx, err := bio.ParseInput(name, string(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := New(Config{}).CheckInput("protenix-v2", cx, map[string]any{"use_msa_server": true}); err != nil {
+			t.Fatalf("the engine would refuse the input: %v", err)
+		}
+		files := t.TempDir()
+		tg, err := planTarget(cx, true, protenixFlavor, server, &msacache.Cache{}, files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		golden.Check(t, goldenPath, []byte(written(t, tg.entry, files)))
+	})
 }
 
 // written is the JSON of entry with the folder files written as $FILES, then every file

@@ -38,6 +38,29 @@ func Check(t testing.TB, path string, got []byte) {
 	}
 }
 
+// EachInput runs a parallel subtest for every file that pattern matches (for example
+// testdata/json/*.in), named by the file's name without its extension, and hands it the
+// file's contents and the path of its golden file beside it (<name>.golden). It fails when
+// nothing matches, so that a moved folder cannot leave the test checking nothing.
+func EachInput(t *testing.T, pattern string, fn func(t *testing.T, name string, input []byte, goldenPath string)) {
+	t.Helper()
+	inputs, err := filepath.Glob(pattern)
+	if err != nil || len(inputs) == 0 {
+		t.Fatalf("no inputs match %s: %v", pattern, err)
+	}
+	for _, in := range inputs {
+		base := strings.TrimSuffix(in, filepath.Ext(in))
+		t.Run(filepath.Base(base), func(t *testing.T) {
+			t.Parallel()
+			input, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fn(t, filepath.Base(base), input, base+".golden")
+		})
+	}
+}
+
 // firstDifference shows the first line where two texts part.
 func firstDifference(want, got string) string {
 	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
