@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -91,14 +91,7 @@ func (e *Executor) runProbe(ctx context.Context, dir, name string) (*doctor.Repo
 	}
 	args := []string{shellQuote(e.cfg.Binary), "doctor", "--json", "--data", shellQuote(dir),
 		"--msa-server", shellQuote(e.cfg.MSAServer)}
-	tools := slices.Sorted(func(yield func(string) bool) {
-		for k := range e.cfg.Tools {
-			if !yield(k) {
-				return
-			}
-		}
-	})
-	for _, k := range tools {
+	for _, k := range slices.Sorted(maps.Keys(e.cfg.Tools)) {
 		args = append(args, "--tool", shellQuote(k+"="+e.cfg.Tools[k]))
 	}
 	// doctor exits 1 when nothing can run; its report says why, which is what is wanted.
@@ -162,6 +155,6 @@ func probed(r *doctor.Report, configured []string) (offered []string, missing ma
 			offered = append(offered, m)
 		}
 	}
-	sort.Strings(offered)
+	slices.Sort(offered)
 	return offered, missing
 }
