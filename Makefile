@@ -1,7 +1,7 @@
 # chaperone: build, test, and measure on this machine.
 GO ?= go
 
-.PHONY: build test bench
+.PHONY: build test bench realtools
 
 build:
 	$(GO) build -o chaperone ./cmd/chaperone
@@ -15,3 +15,12 @@ test:
 # to it, e.g. make bench BENCHFLAGS="-duration 10s -waiters 2000".
 bench:
 	$(GO) run ./cmd/chaperone-bench $(BENCHFLAGS)
+
+# make realtools is the real-package tier: it installs the releases of engine/pins/pins.json
+# from PyPI, each in its own environment under ~/.cache/chaperone/realtools (reused while its
+# pin is unchanged; about 8 GB for all, torch's files shared by hard links), then runs every
+# TestUpstream test, which drives the real tools on the CPU. A fresh machine downloads about
+# 4 GB first.
+realtools:
+	python3 internal/realtools/realtools.py install
+	CHAPERONE_REALTOOLS=required $(GO) test -count=1 -timeout 60m -run '^TestUpstream' ./...

@@ -1,0 +1,72 @@
+// Package pins is the one list of the upstream releases chaperone's engines support
+// (pins.json beside this file): the release of each tool's package that the real-package
+// test tier installs and runs (internal/realtools), that `chaperone doctor` reports as the
+// tested version and that the README's GPU-worker guide installs. Changing a pin is changing
+// all three at once. It imports nothing of chaperone.
+package pins
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+//go:embed pins.json
+var file []byte
+
+// Pin is one tool's supported release.
+type Pin struct {
+	// Tool is the command the engine runs (its key in --tool NAME=PATH).
+	Tool string `json:"tool"`
+	// Package and Version are the PyPI release; Extras the extras installed with it.
+	Package string   `json:"package"`
+	Version string   `json:"version"`
+	Extras  []string `json:"extras"`
+	// RequiresPython is what the release declares; IgnoreRequiresPython says the tier runs
+	// it on a Python it does not declare (Why says how that went).
+	RequiresPython       string `json:"requires_python"`
+	IgnoreRequiresPython bool   `json:"ignore_requires_python"`
+	// Why says why this release and not another.
+	Why string `json:"why"`
+}
+
+// Requirement is the pin as pip and uv take it: boltz[cuda]==2.2.1.
+func (p Pin) Requirement() string {
+	extras := ""
+	if len(p.Extras) > 0 {
+		extras = "[" + strings.Join(p.Extras, ",") + "]"
+	}
+	return p.Package + extras + "==" + p.Version
+}
+
+// Set is the whole file.
+type Set struct {
+	// Torch is the torch release every environment of the tier installs.
+	Torch string `json:"torch"`
+	// TierPython is the Python the tier runs the tools on.
+	TierPython string `json:"tier_python"`
+	Tools      []Pin  `json:"tools"`
+}
+
+var all = func() Set {
+	var s Set
+	if err := json.Unmarshal(file, &s); err != nil {
+		panic(fmt.Sprintf("engine/pins/pins.json: %v", err))
+	}
+	return s
+}()
+
+// All is every pin, in the file's order.
+func All() Set { return all }
+
+// For is the pin of a tool; it panics for a tool without one, which is a programming error
+// that every engine's tests reach.
+func For(tool string) Pin {
+	for _, p := range all.Tools {
+		if p.Tool == tool {
+			return p
+		}
+	}
+	panic(fmt.Sprintf("engine/pins: no pin for %q", tool))
+}
