@@ -29,6 +29,9 @@ type Pin struct {
 	IgnoreRequiresPython bool   `json:"ignore_requires_python"`
 	// Why says why this release and not another.
 	Why string `json:"why"`
+	// TierPackages are installed beside the tool in the test tier's environment only, to
+	// build test inputs (for example biotite for CCD data); a worker never needs them.
+	TierPackages []string `json:"tier_packages"`
 }
 
 // Requirement is the pin as pip and uv take it: boltz[cuda]==2.2.1.

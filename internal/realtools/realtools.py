@@ -122,6 +122,9 @@ def install(pins, pin):
         run([tool, "pip", "install", "-q", "-p", python, torch, *declared_requirements(python, pin)], env=env)
     else:
         run([tool, "pip", "install", "-q", "-p", python, requirement(pin), torch], env=env)
+    if pin.get("tier_packages"):
+        # Test-only packages, for building the tier's inputs; never part of the guide.
+        run([tool, "pip", "install", "-q", "-p", python, torch, *pin["tier_packages"]], env=env)
     (target / "pin.json").write_text(json.dumps(pin, indent=2) + "\n")
     (target / COMPLETE).write_text(f"{time.monotonic() - started:.0f} s\n")
     print(f"{pin['tool']}: {target} (installed in {time.monotonic() - started:.0f} s)", flush=True)
