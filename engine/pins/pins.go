@@ -19,6 +19,9 @@ var file []byte
 type Pin struct {
 	// Tool is the command the engine runs (its key in --tool NAME=PATH).
 	Tool string `json:"tool"`
+	// Title names the tool for people; GuideDir is where the README's guide installs it.
+	Title    string `json:"title"`
+	GuideDir string `json:"guide_dir"`
 	// Package and Version are the PyPI release; Extras the extras installed with it.
 	Package string   `json:"package"`
 	Version string   `json:"version"`
@@ -41,6 +44,30 @@ func (p Pin) Requirement() string {
 		extras = "[" + strings.Join(p.Extras, ",") + "]"
 	}
 	return p.Package + extras + "==" + p.Version
+}
+
+// GuidePython is the Python the README's guide installs the tool with: the tier's, unless
+// the release declares a newer one (the tier then runs it on its own Python regardless).
+func (p Pin) GuidePython() string {
+	if p.IgnoreRequiresPython {
+		if _, v, ok := strings.Cut(p.RequiresPython, ">="); ok {
+			return strings.TrimSpace(strings.Split(v, ",")[0])
+		}
+	}
+	return all.TierPython
+}
+
+// GuideRow is the tool's row of the README's GPU-worker table: the commands the tier runs,
+// in the guide's folder.
+func (p Pin) GuideRow() string {
+	install := fmt.Sprintf("`uv venv -p %s %s && uv pip install -p %s \"%s\" torch==%s`",
+		p.GuidePython(), p.GuideDir, p.GuideDir, p.Requirement(), all.Torch)
+	tier := "Python " + all.TierPython
+	if p.GuidePython() != all.TierPython {
+		tier += fmt.Sprintf(" (it asks for %s; installed without that check)", p.RequiresPython)
+	}
+	return fmt.Sprintf("| %s | %s %s | %s | %s | `--tool %s=%s/bin/%s` |",
+		p.Title, p.Package, p.Version, install, tier, p.Tool, p.GuideDir, p.Tool)
 }
 
 // Set is the whole file.

@@ -33,6 +33,8 @@ UV_VERSION = "0.13.9"
 # Part of every environment's hash: bump it when the way an environment is made changes.
 LAYOUT = "1"
 COMPLETE = ".complete"
+# The fields of a pin that decide what is installed; the rest (its title, why) do not.
+INSTALLED = ("package", "version", "extras", "requires_python", "ignore_requires_python", "tier_packages")
 
 
 def root():
@@ -49,7 +51,8 @@ def load_pins():
 
 def env_dir(pins, pin):
     """The environment of one pin: its tool's name and a hash of everything that shapes it."""
-    shape = {"pin": pin, "torch": pins["torch"], "python": pins["tier_python"], "layout": LAYOUT}
+    installed = {k: pin.get(k) for k in INSTALLED}
+    shape = {"pin": installed, "torch": pins["torch"], "python": pins["tier_python"], "layout": LAYOUT}
     digest = hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:12]
     return root() / f"{pin['tool']}-{digest}"
 
