@@ -28,8 +28,8 @@ var (
 	// the model's input (boltz/data/module/inferencev2.py:230-299 in 2.2.1), and gives the
 	// model the loop's first target in its place.
 	unprepared = regexp.MustCompile(`((?:Tokenizer|Cropper|Featurizer) failed on|Molecule loading failed for) (\S+) with error (.*?)(?:\. Skipping\.)?$`)
-	loopBar     = regexp.MustCompile(`^Predicting DataLoader \d+:.*\|\s*(\d+)/(\d+) \[`)
-	plainBar    = regexp.MustCompile(`^\s*\d+%\|.*\|\s*(\d+)/(\d+) \[`)
+	loopBar    = regexp.MustCompile(`^Predicting DataLoader \d+:.*\|\s*(\d+)/(\d+) \[`)
+	plainBar   = regexp.MustCompile(`^\s*\d+%\|.*\|\s*(\d+)/(\d+) \[`)
 )
 
 // Boltz's own messages for a target it gave up on.

@@ -50,7 +50,7 @@ type outcome struct {
 	mon      *monitor
 	recursed map[string]bool // targets Boltz retried without end, so runs went on without them
 	crash    error           // boltz exited unsuccessfully
-	wall     time.Duration // how long boltz ran
+	wall     time.Duration   // how long boltz ran
 }
 
 // result is one target's row and files, and when its loops finished, for runtime_s.
