@@ -69,7 +69,7 @@ func newMachine(t *testing.T) *machine {
 	python := write(filepath.Join(dir, "boltz-venv", "bin", "python3"),
 		"#!/bin/sh\nif [ \"$1\" = -c ]; then echo 2.2.0; exit 0; fi\nshift\nexec "+standIn+" \"$@\"\n")
 	boltzScript := write(filepath.Join(dir, "boltz-venv", "bin", "boltz"), "#!"+python+"\n# a console script\n")
-	for _, f := range []string{"boltz2_conf.ckpt", "boltz2_aff.ckpt", "mols/ALA.pkl"} {
+	for _, f := range []string{"boltz2_conf.ckpt", "boltz2_aff.ckpt", "mols.tar"} {
 		write(filepath.Join(home, ".boltz", f), "weights")
 	}
 	rfd3Tool, err := rfd3test.Build(filepath.Join(dir, "standins"))

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/toolkit"
 	"github.com/chaperone-bio/chaperone/engine/toolkit/npy"
 	"github.com/chaperone-bio/chaperone/job"
@@ -43,11 +44,13 @@ type outcome struct {
 	dir     string // <out_dir>/boltz_results_<input folder>
 	ext     string // structure file extension: cif or pdb
 	samples int
-	// writePAE asks for the best sample's PAE and PDE as <target>_pae.npz.
+	// writePAE asks for the best sample's PAE and PDE as <target>_pae.npz, and with it
+	// Boltz's own arrays of every sample.
 	writePAE bool
 	mon      *monitor
-	crash    error         // boltz exited unsuccessfully
-	wall     time.Duration // how long boltz ran
+	recursed map[string]bool // targets Boltz retried without end, so runs went on without them
+	crash    error           // boltz exited unsuccessfully
+	wall     time.Duration   // how long boltz ran
 }
 
 // result is one target's row and files, and when its loops finished, for runtime_s.
@@ -90,11 +93,8 @@ func (o *outcome) read(t *target) *result {
 		}
 		r.Files = append(r.Files, toolkit.Artifact(path, name, job.ArtifactStructure, structure))
 		r.Files = append(r.Files, toolkit.Artifact(name+"/"+filepath.Base(confPath), name, job.ArtifactConfidence, confPath))
-		for _, npz := range []struct{ prefix, typ string }{{"pae", job.ArtifactPAE}, {"pde", job.ArtifactConfidence}, {"plddt", job.ArtifactConfidence}} {
-			p := filepath.Join(dir, fmt.Sprintf("%s_%s_model_%d.npz", npz.prefix, name, k))
-			if _, err := os.Stat(p); err == nil {
-				r.Files = append(r.Files, toolkit.Artifact(name+"/"+filepath.Base(p), name, npz.typ, p))
-			}
+		if o.writePAE {
+			r.Files = append(r.Files, fullArrays(dir, name, k)...)
 		}
 		r.Row.Samples = k + 1
 	}
@@ -131,7 +131,10 @@ func (o *outcome) read(t *target) *result {
 	}
 	if err != nil || aff.PredValue == nil || aff.ProbabilityBinary == nil {
 		why := "its affinity loop wrote no result for it"
+		msg, unprepared := o.mon.unprepared[phaseAffinity][name]
 		switch {
+		case unprepared:
+			why = "Boltz could not prepare it for the affinity model and skipped it: " + msg + o.recursion(name)
 		case o.mon.oom[phaseAffinity] > 0:
 			why = fmt.Sprintf("it ran out of memory in the affinity loop (%q)", oomWarning)
 		case o.crash != nil:
@@ -152,6 +155,9 @@ func (o *outcome) missing(name string) string {
 	if msg, ok := o.mon.skipped[name]; ok {
 		return "Boltz could not process the input and skipped it: " + msg
 	}
+	if msg, ok := o.mon.unprepared[phaseStructure][name]; ok {
+		return "Boltz could not prepare it for the model and skipped it: " + msg + o.recursion(name)
+	}
 	_, recErr := os.Stat(filepath.Join(o.dir, "processed", "records", name+".json"))
 	switch {
 	case recErr == nil && o.crash == nil && o.mon.oom[phaseStructure] > 0:
@@ -164,6 +170,14 @@ func (o *outcome) missing(name string) string {
 		return "Boltz did not process the input and gave no reason; the run log has its output"
 	}
 	return "Boltz wrote no structure for it and gave no reason; the run log has its output"
+}
+
+// recursion adds, for a target Boltz retried without end, what the engine did about it.
+func (o *outcome) recursion(name string) string {
+	if !o.recursed[name] {
+		return ""
+	}
+	return " (as the first target of its loop, which Boltz then retries without end; boltz was stopped and run again without it)"
 }
 
 // runtimes sets every row's runtime_s: the target's own time in each prediction loop,
@@ -232,4 +246,21 @@ func (r *result) paeMatrix(dir, name string) error {
 	}
 	r.Files = append(r.Files, f)
 	return nil
+}
+
+// fullArrays are Boltz's arrays of sample k: its PAE, PDE and pLDDT, token by token. Boltz-2
+// writes them whatever --write_full_pae and --write_full_pde say (the writer saves what
+// the model returns, boltz/data/write/writer.py:223-247 in 2.2.1, and the model returns all
+// three whenever it predicts confidence), so they come with the job only when it asked
+// for write_pae: a PAE of 2,000 tokens is 16 MB a sample, and the pLDDT is in the
+// structure's B-factors already.
+func fullArrays(dir, name string, k int) []engine.File {
+	var files []engine.File
+	for _, npz := range []struct{ prefix, typ string }{{"pae", job.ArtifactPAE}, {"pde", job.ArtifactConfidence}, {"plddt", job.ArtifactConfidence}} {
+		p := filepath.Join(dir, fmt.Sprintf("%s_%s_model_%d.npz", npz.prefix, name, k))
+		if _, err := os.Stat(p); err == nil {
+			files = append(files, toolkit.Artifact(name+"/"+filepath.Base(p), name, npz.typ, p))
+		}
+	}
+	return files
 }
