@@ -54,8 +54,8 @@ func TestWeightsWhereEachToolKeepsThem(t *testing.T) {
 			filepath.Join(dir, "boltz", "boltz2_conf.ckpt"): engine.WeightsPresent,
 			filepath.Join(dir, "boltz", "boltz2_aff.ckpt"):  engine.WeightsMissing,
 			filepath.Join(dir, "boltz", "mols.tar"):         engine.WeightsMissing}},
-		{openfold3.New(openfold3.Config{}), nil, []string{"of3-params/of3_ft3_v1.pt"}, map[string]engine.WeightsState{
-			filepath.Join(ofRoot, "of3_ft3_v1.pt"): engine.WeightsPresent}},
+		{openfold3.New(openfold3.Config{}), nil, []string{"of3-params/of3-ob-2025-06-30-174k.pt"}, map[string]engine.WeightsState{
+			filepath.Join(ofRoot, "of3-ob-2025-06-30-174k.pt"): engine.WeightsPresent}},
 		{openfold3.New(openfold3.Config{}), engine.Tools{openfold3.CheckpointTool: filepath.Join(dir, "elsewhere.pt")}, nil,
 			map[string]engine.WeightsState{filepath.Join(dir, "elsewhere.pt"): engine.WeightsMissing}},
 		{protenix.New(protenix.Config{}), nil, []string{"protenix/checkpoint/protenix-v2.pt"}, map[string]engine.WeightsState{

@@ -35,7 +35,7 @@ func TestOpenFold3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ckpt := filepath.Join(dir, "of3_ft3_v1.pt")
+	ckpt := filepath.Join(dir, "of3-ob-2025-06-30-174k.pt")
 	if err := os.WriteFile(ckpt, []byte("weights"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -194,10 +194,10 @@ func TestOpenFold3(t *testing.T) {
 
 	t.Run("without the checkpoint the model is unavailable", func(t *testing.T) {
 		t.Parallel()
-		missing := filepath.Join(t.TempDir(), "weights", "of3_ft3_v1.pt")
+		missing := filepath.Join(t.TempDir(), "weights", "of3-ob-2025-06-30-174k.pt")
 		s := startServer(t, withOpenFold3(tool, missing))
 		detail := s.post("/v1/predictions", map[string]any{"model": "openfold3", "sequence": "MKTAYIAK"}).problem(http.StatusServiceUnavailable, "unavailable")
-		mustf(t, strings.Contains(detail, "No live worker can run model openfold3: weights missing: the OpenFold3 checkpoint of3_ft3_v1.pt") &&
+		mustf(t, strings.Contains(detail, "No live worker can run model openfold3: weights missing: the OpenFold3 checkpoint of3-ob-2025-06-30-174k.pt") &&
 			!strings.Contains(detail, missing) && !strings.Contains(detail, dir), "detail %q", detail)
 		for _, m := range s.get("/v1/models").expect(http.StatusOK).json()["models"].([]any) {
 			m := m.(map[string]any)

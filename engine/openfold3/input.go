@@ -277,13 +277,15 @@ func splitCSV(query string, rows []csvRow, keys []int) (main, paired string) {
 
 // runnerYAML is the runner YAML of a predict run (InferenceExperimentConfig of
 // entry_points/validator.py). Steps the caller left out stay OpenFold3's own (3 recycles,
-// 200 sampling steps).
+// 200 sampling steps). The PAE head, which gives ptm, iptm and sample_ranking_score, is on
+// in OpenFold3's model config (model_config.py:47, pae_head_enabled) since 0.4, which
+// dropped the pae_enabled preset (project_entry.py:36-45).
 type runnerYAML struct {
 	output         string // experiment_settings.output_dir
 	seed           int    // experiment_settings.seeds, the one seed of the run
 	msaDir         string // msa_computation_settings.msa_output_directory
 	format         string // cif or pdb
-	accelerator    string // gpu or cpu
+	gpu            bool   // pl_trainer_args.accelerator gpu, else cpu
 	recycles       *int
 	samplingSteps  *int
 	kernels        bool // DeepSpeed evo attention (upstream's default)
@@ -298,9 +300,7 @@ func (r runnerYAML) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "experiment_settings:\n  mode: predict\n  output_dir: %s\n  seeds: [%d]\n", q(r.output), r.seed)
 	b.WriteString("  use_msa_server: false\n  use_templates: false\n")
-	// pae_enabled is upstream's default preset beside predict: without it OpenFold3
-	// writes no ptm, iptm or sample_ranking_score.
-	b.WriteString("model_update:\n  presets: [predict, pae_enabled]\n  custom:\n")
+	b.WriteString("model_update:\n  presets: [predict]\n  custom:\n")
 	if r.recycles != nil || r.samplingSteps != nil {
 		b.WriteString("    architecture:\n      shared:\n")
 		if r.recycles != nil {
@@ -312,8 +312,22 @@ func (r runnerYAML) String() string {
 	}
 	fmt.Fprintf(&b, "    settings:\n      memory:\n        eval:\n          use_deepspeed_evo_attention: %t\n"+
 		"          use_cueq_triangle_kernels: %t\n", r.kernels, r.cuEquivariance)
+	accelerator := "gpu"
+	if !r.gpu {
+		accelerator = "cpu"
+		// OpenFold3's eval default runs the triangle updates on Triton kernels
+		// (model_config.py:119), which need a GPU: on the CPU every query fails "0 active
+		// drivers".
+		b.WriteString("          use_triton_triangle_kernels: false\n")
+	}
 	fmt.Fprintf(&b, "output_writer_settings:\n  structure_format: %s\n  full_confidence_output_format: json\n", r.format)
-	fmt.Fprintf(&b, "pl_trainer_args:\n  accelerator: %s\n  devices: 1\n", r.accelerator)
+	fmt.Fprintf(&b, "pl_trainer_args:\n  accelerator: %s\n  devices: 1\n", accelerator)
+	if !r.gpu {
+		// Featurising in the main process: the data loader's 10 workers (validator.py:112)
+		// each start their own Python and torch (forkserver, data_module.py:188-200), minutes
+		// of a CPU worker's time with no GPU to keep busy.
+		b.WriteString("data_module_args:\n  num_workers: 0\n")
+	}
 	fmt.Fprintf(&b, "msa_computation_settings:\n  msa_output_directory: %s\n  cleanup_msa_dir: false\n", q(r.msaDir))
 	return b.String()
 }

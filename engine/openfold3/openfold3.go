@@ -9,8 +9,10 @@
 // sent: chains to be aligned on the operator's server are first searched with
 // `run_openfold align-msa-server` (no weights load), unless the alignment cache has them,
 // and predict then reads every alignment from files. Samples, recycles, sampling steps,
-// kernels, accelerator, output format and the seed go through the runner YAML, keeping
-// upstream's `pae_enabled` preset without which pTM and ipTM vanish.
+// kernels, accelerator, output format and the seed go through the runner YAML. OpenFold3
+// merges $OPENFOLD_CACHE/runner.yml under that YAML (run_openfold.py:209-221), so predict
+// runs with OPENFOLD_CACHE at an empty folder of its own: an operator's leftover
+// runner.yml cannot change a job.
 //
 // OpenFold3 writes its samples unranked and exits 0 after failing a query: the engine
 // ranks them by sample_ranking_score, and reads failures from the tool's summary.txt
@@ -42,12 +44,17 @@ import (
 // it the engine looks where OpenFold3 does.
 const CheckpointTool = "openfold3_checkpoint"
 
-// Where OpenFold3 keeps its parameters (entry_points/validator.py): the folder
-// $OPENFOLD_CACHE, else ~/.openfold3; a ckpt_root file there names another folder.
+// Where OpenFold3 keeps its parameters (entry_points/parameters.py:26-27,112-133): the
+// folder $OPENFOLD_CACHE, else ~/.openfold3; a ckpt_root file there names another folder.
+// The checkpoint is 0.5's default, OpenBind-0 (parameters.py:38-54, DEFAULT_CHECKPOINT_NAME);
+// of3_ft3_v1.pt and the p2 checkpoints are legacy and refused by 0.5's model.
 const (
-	checkpointName = "of3_ft3_v1.pt"
+	checkpointName = "of3-ob-2025-06-30-174k.pt"
 	cacheEnv       = "OPENFOLD_CACHE"
 	ckptRootFile   = "ckpt_root"
+	// fetchCheckpoint is how an operator gets it (parameters.py:79-109: the bucket
+	// openfold3-data, key openfold3-parameters/<file>).
+	fetchCheckpoint = "setup_openfold, or aws s3 cp s3://openfold3-data/openfold3-parameters/" + checkpointName + " . --no-sign-request"
 )
 
 // Config is the engine's setup on one worker.
@@ -78,7 +85,7 @@ func New(cfg Config) *Engine {
 	if cfg.MSACacheBytes == 0 {
 		cfg.MSACacheBytes = 2 << 30
 	}
-	const install, needs = "OpenFold3 (pip install openfold3)", "OpenFold3 0.3 or newer (pip install -U openfold3)"
+	const install, needs = "OpenFold3 (pip install openfold3[cuequivariance])", "OpenFold3 0.5 or newer (pip install -U openfold3[cuequivariance])"
 	return &Engine{cfg: cfg, kernel: map[string]bool{},
 		predict: &toolkit.Tool{Name: "run_openfold", Install: install, Needs: needs, Subcommand: []string{"predict"},
 			Options: []string{"--query_json", "--runner_yaml", "--inference_ckpt_path", "--num_diffusion_samples",
@@ -119,8 +126,8 @@ func checkpoint(tools engine.Tools) (string, error) {
 	}
 	if info, err := os.Stat(p); err != nil || info.IsDir() {
 		if tools[CheckpointTool] != "" {
-			return "", fmt.Errorf("the OpenFold3 checkpoint given with --tool %s is not a file; download %s "+
-				"(aws s3 cp s3://openfold/openfold3_params/%s . --no-sign-request)", CheckpointTool, checkpointName, checkpointName)
+			return "", fmt.Errorf("the OpenFold3 checkpoint given with --tool %s is not a file; download %s (%s)",
+				CheckpointTool, checkpointName, fetchCheckpoint)
 		}
 		return "", fmt.Errorf("the OpenFold3 checkpoint %s is not installed on this worker: run setup_openfold, put it in "+
 			"$%s (default ~/.openfold3), or give it with --tool %s=PATH", checkpointName, cacheEnv, CheckpointTool)
@@ -148,11 +155,14 @@ func checkpointPlace(tools engine.Tools) (string, error) {
 	return filepath.Join(dir, checkpointName), nil
 }
 
-// probeCuEquivariance learns whether the Python that runs the tool can import
-// cuequivariance_torch (OpenFold3's optional kernels): with the kernels switched on and
-// the package missing, OpenFold3 fails every query. The tool is a console script whose
-// first line names its interpreter. The answer is kept per version of the script, so the
-// worker's checks every minute run Python only when the script changed.
+// probeCuEquivariance learns whether the Python that runs the tool can import the
+// cuEquivariance kernels OpenFold3 uses: with the kernels switched on and the ops not
+// importable, OpenFold3 fails every query. Finding the package is not enough: its ops are
+// a CUDA library that fails to load without a driver or against another CUDA, so the
+// probe imports what OpenFold3 imports (core/model/primitives/attention.py:65-69,
+// core/model/layers/triangular_multiplicative_update.py:35-36). The tool is a console
+// script whose first line names its interpreter. The answer is kept per version of the
+// script, so the worker's checks every minute run Python only when the script changed.
 func (e *Engine) probeCuEquivariance(ctx context.Context, tool string) {
 	stamp, ok := fileStamp(tool)
 	if !ok {
@@ -168,8 +178,7 @@ func (e *Engine) probeCuEquivariance(ctx context.Context, tool string) {
 	if python := toolkit.Interpreter(tool); python != "" {
 		ctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, python, "-c",
-			"import importlib.util, sys; sys.exit(importlib.util.find_spec('cuequivariance_torch') is None)")
+		cmd := exec.CommandContext(ctx, python, "-c", cuEquivarianceProbe)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 		found = cmd.Run() == nil
@@ -178,6 +187,12 @@ func (e *Engine) probeCuEquivariance(ctx context.Context, tool string) {
 	e.kernel[stamp] = found
 	e.mu.Unlock()
 }
+
+// cuEquivarianceProbe exits 0 when OpenFold3's cuEquivariance imports succeed.
+const cuEquivarianceProbe = `from cuequivariance_ops_torch.triangle_attention import CUEQ_TRIATTN_FALLBACK_THRESHOLD
+from cuequivariance_torch.primitives.triangle import triangle_attention
+from cuequivariance_torch import triangle_multiplicative_update
+`
 
 // cuEquivariance reports what the last check learnt of the tool as it is now; false when
 // no check has seen this version of it.
@@ -222,8 +237,7 @@ func (e *Engine) Run(ctx context.Context, run *engine.Run) (*engine.Output, erro
 	if err := p.prepare(); err != nil {
 		return nil, fmt.Errorf("writing the inputs of run_openfold: %w", err)
 	}
-	if cmd, ok := p.alignCommand(); ok {
-		cmd.Path = path
+	if cmd, ok := p.alignCommand(path); ok {
 		started := time.Now()
 		err := run.Exec(ctx, cmd)
 		p.elapsed += time.Since(started)
@@ -240,6 +254,13 @@ func (e *Engine) Run(ctx context.Context, run *engine.Run) (*engine.Output, erro
 	}
 	cmd := p.predictCommand()
 	cmd.Path = path
+	// An empty OPENFOLD_CACHE of the run's own: predict merges the runner.yml it finds
+	// there under the engine's YAML, and the checkpoint is always given by path.
+	cache := filepath.Join(work, "openfold_cache")
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return nil, err
+	}
+	cmd.Env = append(cmd.Env, cacheEnv+"="+cache)
 	started := time.Now()
 	err = run.Exec(ctx, cmd)
 	p.elapsed += time.Since(started)

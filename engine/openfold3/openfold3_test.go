@@ -86,7 +86,7 @@ func TestRunsEveryTargetInOneRun(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"--num_diffusion_samples 3", "--use_msa_server false --use_templates false", "--inference_ckpt_path " + ckpt,
-		"seeds [42], presets [predict pae_enabled], num_recycles 3, no_full_rollout_steps 200", "accelerator cpu",
+		"seeds [42], presets [predict], num_recycles 3, no_full_rollout_steps 200", "accelerator cpu",
 		"use_deepspeed_evo_attention false, use_cueq_triangle_kernels false", "mono chains A (protein): single-sequence (use_msas false)",
 		"cx chains D (dna)"} {
 		if !strings.Contains(log, want) {

@@ -133,19 +133,39 @@ func (p *prediction) placeAlignments(t *target) {
 	}
 }
 
-// alignCommand is the search of the alignments that are neither sent nor cached.
-func (p *prediction) alignCommand() (engine.Command, bool) {
+// alignCommand is the search of the alignments that are neither sent nor cached: the tool's
+// align-msa-server, through its own Python (alignScript) when the tool is a Python console
+// script (as pip installs it); anything else runs as it is.
+func (p *prediction) alignCommand(tool string) (engine.Command, bool) {
 	if !p.mon.searching {
 		return engine.Command{}, false
 	}
 	fmt.Fprintf(p.log, "[chaperone] run_openfold align-msa-server: searching alignments on %s\n", p.cfg.MSAServerURL)
 	p.mon.stageMSA()
-	return engine.Command{
-		Args: []string{"align-msa-server", "--query_json", filepath.Join(p.inputs, "search.json"), "--output_dir", p.msa,
-			"--msa_computation_settings_yaml", filepath.Join(p.inputs, "msa_settings.yaml")},
-		OnLine: p.mon.line,
-	}, true
+	args := []string{"align-msa-server", "--query_json", filepath.Join(p.inputs, "search.json"), "--output_dir", p.msa,
+		"--msa_computation_settings_yaml", filepath.Join(p.inputs, "msa_settings.yaml")}
+	cmd := engine.Command{Path: tool, Args: args, OnLine: p.mon.line}
+	if python := toolkit.Interpreter(tool); strings.HasPrefix(filepath.Base(python), "python") {
+		cmd.Path, cmd.Args = python, append([]string{"-c", alignScript}, args...)
+	}
+	return cmd, true
 }
+
+// alignScript runs run_openfold's own command line (openfold3/run_openfold.py, cli) with one
+// change: the template hits the ColabFold server returns are not mapped to PDB chain ids.
+// align-msa-server maps every hit through data.rcsb.org and raises when that is out of
+// reach (core/data/tools/colabfold_msa_server.py:895-927, rscb.py:38-74), even though
+// templates are never asked for; predict runs with --use_templates false, so the mapping
+// only cost the search its alignments on a worker without the internet. With the mapping
+// empty, the search writes no template files and everything else as before. A release
+// without that function runs unchanged.
+const alignScript = `import sys
+from openfold3.core.data.tools import colabfold_msa_server
+if hasattr(colabfold_msa_server, "remap_colabfold_template_chain_ids"):
+    colabfold_msa_server.remap_colabfold_template_chain_ids = lambda **kwargs: {}
+from openfold3.run_openfold import cli
+cli(args=sys.argv[1:], prog_name="run_openfold")
+`
 
 // searched is align-msa-server's query_msa.json: the search query with the paths of the
 // alignment files it wrote.
@@ -240,12 +260,9 @@ func (p *prediction) writeInputs() error {
 	if err := writeQuerySet(filepath.Join(p.inputs, "queries.json"), p.predicted()); err != nil {
 		return err
 	}
-	r := runnerYAML{output: p.out, seed: p.params.SeedOr(seed), msaDir: p.msa, format: p.params.OutputFormat, accelerator: "cpu",
+	r := runnerYAML{output: p.out, seed: p.params.SeedOr(seed), msaDir: p.msa, format: p.params.OutputFormat, gpu: p.cfg.GPU,
 		recycles: p.params.RecyclingSteps, samplingSteps: p.params.SamplingSteps,
 		kernels: p.kernels, cuEquivariance: p.cuEquivariance}
-	if p.cfg.GPU {
-		r.accelerator = "gpu"
-	}
 	return os.WriteFile(filepath.Join(p.inputs, "runner.yaml"), []byte(r.String()), 0o644)
 }
 

@@ -15,8 +15,8 @@ import (
 )
 
 // aggregated is OpenFold3's <prefix>_confidences_aggregated.json (writer.py,
-// write_confidence_scores): avg_plddt on 0..100, and with the pae_enabled preset the
-// summary scores by which samples are ranked. Per-chain scores stay in the file.
+// write_confidence_scores): avg_plddt on 0..100, and from the PAE head the summary scores
+// by which samples are ranked. Per-chain scores stay in the file.
 type aggregated struct {
 	AvgPLDDT           *float64 `json:"avg_plddt"`
 	GPDE               *float64 `json:"gpde"`
@@ -119,7 +119,7 @@ func (p *prediction) read(t *target, failed map[string]bool, summary bool, logge
 	best := samples[0].scores
 	if best.AvgPLDDT == nil || best.PTM == nil || best.SampleRankingScore == nil {
 		return fail("OpenFold3's aggregated confidences of the best sample have no finite avg_plddt, ptm and " +
-			"sample_ranking_score (the runner YAML keeps the pae_enabled preset, so this is the tool's fault)")
+			"sample_ranking_score (its PAE head is on by default, so this is the tool's fault)")
 	}
 	for rank, s := range samples {
 		path := name + "." + p.params.OutputFormat

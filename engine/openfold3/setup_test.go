@@ -56,7 +56,7 @@ func TestKernels(t *testing.T) {
 		want               string
 	}{
 		{"fast on a GPU with cuEquivariance", withKernels, `{}`, true,
-			"accelerator gpu, seeds [42], presets [predict pae_enabled], num_recycles 3, no_full_rollout_steps 200, use_deepspeed_evo_attention true, use_cueq_triangle_kernels true"},
+			"accelerator gpu, seeds [42], presets [predict], num_recycles 3, no_full_rollout_steps 200, use_deepspeed_evo_attention true, use_cueq_triangle_kernels true"},
 		{"fast on a GPU without it", standIn, `{}`, true, "use_deepspeed_evo_attention true, use_cueq_triangle_kernels false"},
 		{"fast off", withKernels, `{"fast": false}`, true, "use_deepspeed_evo_attention false, use_cueq_triangle_kernels false"},
 		{"on the CPU", withKernels, `{}`, false, "accelerator cpu"},
@@ -91,7 +91,7 @@ func TestCheckpoint(t *testing.T) {
 	e := New(Config{})
 	check := func() error { return e.Check(context.Background(), engine.Tools{"run_openfold": standIn}) }
 	err := check()
-	if err == nil || strings.Contains(err.Error(), cache) || !strings.Contains(err.Error(), "the OpenFold3 checkpoint of3_ft3_v1.pt is not installed on this worker") {
+	if err == nil || strings.Contains(err.Error(), cache) || !strings.Contains(err.Error(), "the OpenFold3 checkpoint of3-ob-2025-06-30-174k.pt is not installed on this worker") {
 		t.Errorf("no checkpoint: %v", err)
 	}
 	if err := os.WriteFile(filepath.Join(cache, checkpointName), nil, 0o644); err != nil {

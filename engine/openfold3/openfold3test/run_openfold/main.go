@@ -285,7 +285,7 @@ type runner struct {
 }
 
 func readRunner(path string) (*runner, error) {
-	r := &runner{seeds: []int{42}, presets: []string{"predict", "pae_enabled"}, recycles: 3, steps: 200, format: "cif",
+	r := &runner{seeds: []int{42}, presets: []string{"predict"}, recycles: 3, steps: 200, format: "cif",
 		accelerator: "gpu", evoAttention: true}
 	if path == "" {
 		return r, nil
@@ -415,7 +415,7 @@ func predict(opts map[string]string) int {
 		return 1
 	}
 	if opts["--inference_ckpt_path"] == "" {
-		fmt.Print("Download openfold3_params/of3_ft3_v1.pt (2.08 GB) from s3://openfold to ~/.openfold3/of3_ft3_v1.pt? (yes/no): ")
+		fmt.Print("Download openfold3-parameters/of3-ob-2025-06-30-174k.pt from s3://openfold3-data to ~/.openfold3/of3-ob-2025-06-30-174k.pt? (yes/no): ")
 		traceback("predict", "EOFError: EOF when reading a line")
 		return 1
 	}
@@ -432,7 +432,11 @@ func predict(opts map[string]string) int {
 	if v := opts["--num_diffusion_samples"]; v != "" {
 		samples, _ = strconv.Atoi(v)
 	}
-	pae := slices.Contains(r.presets, "pae_enabled")
+	if slices.Contains(r.presets, "pae_enabled") {
+		// 0.4 dropped the preset; the PAE head is on by default (project_entry.py:36-45).
+		fmt.Println("WARNING:openfold3.projects.of3_all_atom.project_entry:The `pae_enabled` model preset is deprecated and will be removed. from the ModelUpdate.presets list.")
+		r.presets = slices.DeleteFunc(r.presets, func(p string) bool { return p == "pae_enabled" })
+	}
 	fmt.Printf("INFO:openfold3.entry_points.experiment_runner:Set diffusion samples to %d\n", samples)
 	fmt.Printf("[run_openfold stand-in] accelerator %s, seeds %v, presets %v, num_recycles %d, no_full_rollout_steps %d, "+
 		"use_deepspeed_evo_attention %t, use_cueq_triangle_kernels %t, structure_format %s\n",
@@ -480,7 +484,7 @@ func predict(opts map[string]string) int {
 				}
 				started := time.Now()
 				describe(name, q)
-				writeQuery(out, name, seed, q, samples, r.format, pae)
+				writeQuery(out, name, seed, q, samples, r.format)
 				writeJSON(filepath.Join(out, name, fmt.Sprintf("seed_%d", seed), "timing.json"),
 					map[string]float64{"runtime_s": time.Since(started).Seconds() + score(0.5, 2, name, "time")})
 			}
@@ -618,7 +622,7 @@ func atoms(q query) []atom {
 }
 
 // writeQuery writes one query's samples for one seed, as OF3OutputWriter does.
-func writeQuery(out, name string, seed int, q query, samples int, format string, pae bool) {
+func writeQuery(out, name string, seed int, q query, samples int, format string) {
 	dir := filepath.Join(out, name, fmt.Sprintf("seed_%d", seed))
 	_ = os.MkdirAll(dir, 0o755)
 	as := atoms(q)
@@ -650,7 +654,7 @@ func writeQuery(out, name string, seed int, q query, samples int, format string,
 			mean += v
 		}
 		agg := map[string]any{"avg_plddt": mean / float64(max(n, 1)), "gpde": score(0.5, 3, name, sampleName, "gpde")}
-		if pae {
+		{ // the PAE head's scores, on by default since 0.4
 			// Later samples score better, so that generation order is not rank order.
 			ptm := score(0.3, 0.5, name, sampleName, "ptm") + 0.08*float64(k)
 			iptm := score(0.2, 0.45, name, sampleName, "iptm") + 0.08*float64(k)
