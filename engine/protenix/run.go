@@ -135,7 +135,8 @@ func (p *prediction) Command() engine.Command {
 	fmt.Fprintf(p.log, "[chaperone] %s pred: %d target(s) on %s; alignments: %s\n", f.command, len(p.targets), accelerator, p.msaNote())
 	p.mon = newMonitor(p.report, len(p.targets), p.searching)
 	p.started = time.Now()
-	return engine.Command{Args: args, Env: []string{"MMSEQS_SERVICE_HOST_URL=" + p.e.cfg.MSAServerURL}, OnLine: p.mon.line}
+	env := append([]string{"MMSEQS_SERVICE_HOST_URL=" + p.e.cfg.MSAServerURL}, p.e.layerNormEnv()...)
+	return engine.Command{Args: args, Env: env, OnLine: p.mon.line}
 }
 
 // Results reads every target's row and files, and keeps the alignments searched.
