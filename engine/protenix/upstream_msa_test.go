@@ -137,4 +137,3 @@ func colabfoldServer(t *testing.T) *httptest.Server {
 	t.Cleanup(srv.Close)
 	return srv
 }
-
