@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/chaperone-bio/chaperone/engine"
+	"github.com/chaperone-bio/chaperone/engine/pins"
 	"github.com/chaperone-bio/chaperone/engine/toolkit"
 )
 
@@ -15,7 +16,7 @@ var _ engine.Diagnoser = (*Engine)(nil)
 // memory it needs.
 func (e *Engine) Diagnose(ctx context.Context, tools engine.Tools) engine.Diagnosis {
 	f := e.flavor
-	d := e.tool.Diagnose(ctx, tools, f.command, f.tested)
+	d := e.tool.Diagnose(ctx, tools, f.command, pins.For(f.command).Version)
 	models := e.Models()
 	switch {
 	case f.checkpoint != "":

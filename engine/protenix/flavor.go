@@ -8,9 +8,8 @@ type flavor struct {
 	command string // the upstream command, also the engine's name and its key in Tools
 	install string
 	needs   string
-	// tested is the release of the tool's Python package (named as the command) whose
-	// source the engine was written against; memory what its model needs on the GPU.
-	tested string
+	// memory is what its model needs on the GPU. The release the engine is tested against
+	// is the tool's pin (engine/pins), the same one the real-package tier installs.
 	memory engine.Memory
 	// modelName is the tool's --model_name.
 	modelName string
@@ -20,6 +19,11 @@ type flavor struct {
 	// numerics; dtype the same for --dtype.
 	fastKernels, plainKernels string
 	fastDtype, plainDtype     string
+	// fusedLayerNorm: the tool's layer norm defaults to a CUDA extension that it compiles
+	// when first imported, even for --help (Protenix 2.0.0,
+	// protenix/model/triangular/layers.py:33-35 and model/layer_norm/layer_norm.py:53-66).
+	// LAYERNORM_TYPE=torch, read at layers.py:33, takes PyTorch's instead.
+	fusedLayerNorm bool
 	// device says the run's accelerator with --device (OpenDDE); Protenix has no such
 	// option and uses CUDA whenever PyTorch sees a GPU.
 	device bool
@@ -42,7 +46,6 @@ var protenixFlavor = &flavor{
 	model: "protenix-v2", command: "protenix",
 	install: `Protenix (pip install protenix)`,
 	needs:   "Protenix 2 (pip install -U protenix)",
-	tested:  "2.0.0",
 	// Protenix's cost table (docs/training_inference_instructions.md): 18.2 GB at 1,000
 	// tokens in BF16, 66.6 GB at 2,000.
 	memory:    engine.Memory{GB: 19, Basis: "about 19 GB at the catalog's 1,024 tokens: 18.2 GB at 1,000 tokens in Protenix's cost table"},
@@ -51,22 +54,25 @@ var protenixFlavor = &flavor{
 	// upstream's defaults: bf16 with cuEquivariance; off: fp32 and plain PyTorch.
 	fastKernels: "cuequivariance", plainKernels: "torch",
 	fastDtype: "bf16", plainDtype: "fp32",
-	colabfoldMode: true,
-	cacheKind:     "protenix msa v1",
+	fusedLayerNorm: true,
+	colabfoldMode:  true,
+	cacheKind:      "protenix msa v1",
 }
 
 var openDDEFlavor = &flavor{
 	model: "opendde", command: "opendde",
 	install: `OpenDDE (uv pip install --torch-backend cu126 "opendde[gpu]")`,
-	needs:   "OpenDDE 1.0.2 or newer (pip install -U opendde)",
-	tested:  "1.0.2",
+	needs:   `OpenDDE 1.2.0 or newer (pip install -U "opendde[gpu]")`,
 	// OpenDDE's docs/foldcp_e2e_baseline.md: single-GPU peak 66.9 GiB at 1,001 tokens
 	// (BF16, A800 80 GB).
 	memory:    engine.Memory{GB: 72, Basis: "about 72 GB at the catalog's 1,024 tokens: a peak of 66.9 GiB at 1,001 tokens in OpenDDE's benchmark"},
 	modelName: "opendde_v1",
 	options:   append(commonOptions[:len(commonOptions):len(commonOptions)], "--device"),
 	// bf16 either way: upstream's fp32 default needs about twice the memory (catalog).
-	fastKernels: "cuequivariance", plainKernels: "torch",
+	// Fast asks for auto, which takes cuEquivariance's kernels where they load and
+	// PyTorch's otherwise: asking for cuequivariance where they do not load fails the run
+	// (OpenDDE 1.2.0, opendde/config/inference.py:162-196, validate_triangle_kernel_runtime).
+	fastKernels: "auto", plainKernels: "torch",
 	fastDtype: "bf16", plainDtype: "bf16",
 	device:    true,
 	cacheKind: "opendde msa v1",

@@ -75,8 +75,10 @@ func newEngine(cfg Config, f *flavor) *Engine {
 	if cfg.OpenDDERoot == "" {
 		cfg.OpenDDERoot = defaultOpenDDERoot()
 	}
-	return &Engine{cfg: cfg, flavor: f, tool: &toolkit.Tool{Name: f.command, Install: f.install,
-		Subcommand: []string{"pred"}, Options: f.options, Needs: f.needs}}
+	e := &Engine{cfg: cfg, flavor: f}
+	e.tool = &toolkit.Tool{Name: f.command, Install: f.install, Subcommand: []string{"pred"}, Options: f.options,
+		Needs: f.needs, Env: e.checkEnv()}
+	return e
 }
 
 // defaultOpenDDERoot is OpenDDE's data folder as opendde/config/data.py finds it.

@@ -94,7 +94,7 @@ func TestCommandLine(t *testing.T) {
 		{"protenix single-sequence", New(Config{}), `{"use_msa_server": false}`, []string{"--use_msa false"}, nil},
 		{"protenix with the caller's seed", New(Config{}), `{"seed": 7}`, []string{"--seeds 7 "}, nil},
 		{"opendde fast on a GPU", NewOpenDDE(Config{GPU: true}), `{}`,
-			[]string{"--model_name opendde_v1", "--dtype bf16", "--trimul_kernel cuequivariance", "--device cuda", "--seeds 101 "},
+			[]string{"--model_name opendde_v1", "--dtype bf16", "--trimul_kernel auto --triatt_kernel auto", "--device cuda", "--seeds 101 "},
 			[]string{"--msa_server_mode", "--load_checkpoint_path"}},
 		{"opendde plain on the CPU", NewOpenDDE(Config{}), `{"fast": false}`,
 			[]string{"--dtype bf16", "--trimul_kernel torch --triatt_kernel torch", "--device cpu"}, nil},

@@ -2,8 +2,10 @@ package protenix
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -83,6 +85,11 @@ func (p *prediction) WriteInputs() error {
 		if t.cached {
 			p.fromCache++
 		}
+		if t.search && p.e.flavor.colabfoldMode {
+			if err := linkColabfoldPairing(filepath.Join(p.out, cx.Name, "msa"), len(t.seqs)); err != nil {
+				return err
+			}
+		}
 	}
 	b, err := json.MarshalIndent(entries, "", "    ")
 	if err != nil {
@@ -135,7 +142,8 @@ func (p *prediction) Command() engine.Command {
 	fmt.Fprintf(p.log, "[chaperone] %s pred: %d target(s) on %s; alignments: %s\n", f.command, len(p.targets), accelerator, p.msaNote())
 	p.mon = newMonitor(p.report, len(p.targets), p.searching)
 	p.started = time.Now()
-	return engine.Command{Args: args, Env: []string{"MMSEQS_SERVICE_HOST_URL=" + p.e.cfg.MSAServerURL}, OnLine: p.mon.line}
+	env := append([]string{"MMSEQS_SERVICE_HOST_URL=" + p.e.cfg.MSAServerURL}, p.e.layerNormEnv()...)
+	return engine.Command{Args: args, Env: env, OnLine: p.mon.line}
 }
 
 // Results reads every target's row and files, and keeps the alignments searched.
@@ -195,6 +203,11 @@ func (p *prediction) keep(t *target, u inputJob) {
 			return
 		}
 		for name, path := range map[string]string{pairedFile: chain.PairedMSAPath, unpairedFile: chain.UnpairedMSAPath} {
+			// The cache hard-links what it keeps: the file, not a link to it
+			// (linkColabfoldPairing).
+			if real, err := filepath.EvalSymlinks(path); path != "" && err == nil {
+				path = real
+			}
 			if _, err := os.Stat(path); path == "" || err != nil {
 				path = filepath.Join(p.files, t.cx.Name, "searched", strconv.Itoa(i), name)
 				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -228,4 +241,31 @@ func (p *prediction) msaNote() string {
 		return "as sent with the input"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// linkColabfoldPairing makes Protenix find the paired alignments its colabfold mode
+// searches for a target of n distinct protein sequences, searched in msaDir
+// (<out_dir>/<name>/msa, runner/msa_search.py:230). Protenix 2.0.0 writes the paired
+// alignment of sequence i to <msaDir>/complex/<i>/pairing.a3m
+// (web_service/colab_request_parser.py:306-310, colab_request_utils.py:314-330) but looks
+// for it beside the unpaired one, <msaDir>/<i>/<i>/pairing.a3m (runner/msa_search.py:182-185),
+// so a heteromer would be folded without pairing. A link at the second path to the first,
+// made before the run, is found once the search has written it; a search that wrote none
+// leaves it dangling, which Python's os.path.exists reads as no file. A monomer has no
+// paired search.
+func linkColabfoldPairing(msaDir string, n int) error {
+	if n < 2 {
+		return nil
+	}
+	for i := range n {
+		dir := filepath.Join(msaDir, strconv.Itoa(i), strconv.Itoa(i))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		target := filepath.Join("..", "..", "complex", strconv.Itoa(i), pairedFile)
+		if err := os.Symlink(target, filepath.Join(dir, pairedFile)); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
+	return nil
 }

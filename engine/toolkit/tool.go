@@ -30,6 +30,9 @@ type Tool struct {
 	// Needs names the version that has them all, for the message when one is missing, for
 	// example "Boltz 2 (pip install -U boltz)".
 	Needs string
+	// Env is added to the environment of the self-check's --help, for a tool that needs a
+	// variable set before it can even import (KEY=VALUE).
+	Env []string
 
 	mu      sync.Mutex
 	checked string // the executable that last passed Check, with its size and time
@@ -79,6 +82,9 @@ func (t *Tool) Check(ctx context.Context, tools engine.Tools) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
+	if len(t.Env) > 0 {
+		cmd.Env = append(os.Environ(), t.Env...)
+	}
 	out, err := cmd.CombinedOutput()
 	command := strings.Join(append([]string{path}, t.Subcommand...), " ")
 	if err != nil {

@@ -39,7 +39,9 @@ type option struct {
 	hidden      bool
 }
 
-// The options of `protenix pred` (Protenix 2.0.0) and `opendde pred` (OpenDDE 1.0.2).
+// The options of `protenix pred` (Protenix 2.0.0) and `opendde pred` (OpenDDE 1.2.0), with
+// their defaults; a test of the real-package tier (TestUpstreamStandInOptions) checks them
+// against the real tools' --help.
 var (
 	protenixOptions = []option{
 		{short: "-i", name: "--input", kind: "str"},
@@ -82,17 +84,17 @@ var (
 		{short: "-c", name: "--cycle", kind: "int", def: "10"},
 		{short: "-p", name: "--step", kind: "int", def: "200"},
 		{short: "-e", name: "--sample", kind: "int", def: "5"},
-		{short: "-d", name: "--dtype", kind: "choice", choices: []string{"bf16", "fp32"}, def: "fp32"},
-		{name: "--device", kind: "choice", choices: []string{"auto", "cpu", "cuda"}, def: "auto"},
-		{short: "-n", name: "--model_name", kind: "str", def: "opendde_v1"},
+		{short: "-d", name: "--dtype", kind: "choice", choices: []string{"bf16", "fp32"}, def: "bf16"},
+		{name: "--device", kind: "choice", choices: []string{"auto", "cpu", "cuda", "mps"}, def: "auto"},
+		{short: "-n", name: "--model_name", kind: "choice", choices: []string{"opendde_v1"}, def: "opendde_v1"},
 		{name: "--load_checkpoint_path", kind: "str", def: ""},
 		{name: "--use_msa", kind: "bool", def: "true"},
 		{name: "--use_default_params", kind: "bool", def: "false"},
-		{name: "--trimul_kernel", kind: "str", def: "auto"},
-		{name: "--triatt_kernel", kind: "str", def: "auto"},
+		{name: "--trimul_kernel", kind: "choice", choices: []string{"auto", "cuequivariance", "torch"}, def: "auto"},
+		{name: "--triatt_kernel", kind: "choice", choices: []string{"auto", "cuequivariance", "torch"}, def: "auto"},
 		{name: "--enable_cache", kind: "bool", def: "true"},
 		{name: "--enable_fusion", kind: "bool", def: "true"},
-		{name: "--enable_tf32", kind: "bool", def: "true"},
+		{name: "--enable_tf32", kind: "bool", def: "false"},
 		{name: "--deterministic", kind: "bool", def: "false"},
 		{name: "--use_template", kind: "bool", def: "false"},
 		{name: "--use_rna_msa", kind: "bool", def: "false"},
@@ -245,7 +247,11 @@ func (tl tool) printHelp() {
 		if o.short != "" {
 			names = o.short + ", " + o.name
 		}
-		fmt.Printf("  %s %s\n", names, meta)
+		def := ""
+		if o.def != "" {
+			def = "  [default: " + o.def + "]"
+		}
+		fmt.Printf("  %s %s%s\n", names, meta, def)
 	}
 	fmt.Print("  -h, --help  Show this message and exit.\n")
 }

@@ -1,0 +1,73 @@
+"""Runs a tool's own input steps on an input JSON the engine wrote, target by target,
+without a model: the preprocessing of `pred` (runner/batch_inference.py,
+preprocess_input: the JSON checks and the alignment step, which must find every
+alignment file and search nothing) and the inference dataset's loader and featurizer
+(data/inference/infer_dataloader.py, InferenceDataset: json_to_feature, the MSA and
+template featurizers) with the CCD files under $PROTENIX_ROOT_DIR or $OPENDDE_ROOT_DIR.
+
+Usage: python loaders.py protenix|opendde INPUT.json OUT_DIR
+Prints one JSON line per target: its name, the loader's error ("" when accepted), and
+the numbers of tokens, atoms and alignment rows it featurised."""
+
+import json
+import sys
+
+
+def protenix_dataset(input_json):
+    from configs.configs_base import configs as configs_base
+    from configs.configs_data import data_configs
+    from configs.configs_inference import inference_configs
+    from configs.configs_model_type import model_configs
+    from ml_collections.config_dict import ConfigDict
+    from protenix.config.config import parse_configs
+    from protenix.data.inference.infer_dataloader import InferenceDataset
+
+    # As runner/batch_inference.py, get_default_runner, builds them for protenix-v2.
+    inference_configs["model_name"] = "protenix-v2"
+    configs = parse_configs(
+        configs={**configs_base, **{"data": data_configs}, **inference_configs},
+        fill_required_with_null=True,
+    )
+    configs.update(ConfigDict(model_configs["protenix-v2"]))
+    configs.use_msa = True
+    configs.use_template = False
+    configs.use_rna_msa = False
+    configs.input_json_path = input_json
+    return InferenceDataset(configs)
+
+
+def opendde_dataset(input_json):
+    from opendde.config.inference import build_inference_config
+    from opendde.data.inference.infer_dataloader import InferenceDataset
+
+    configs = build_inference_config(model_name="opendde_v1", fill_required_with_null=True)
+    configs.use_msa = True
+    configs.use_template = False
+    configs.use_rna_msa = False
+    configs.input_json_path = input_json
+    return InferenceDataset(configs)
+
+
+def main():
+    tool, input_json, out_dir = sys.argv[1:4]
+    from runner.batch_inference import preprocess_input
+
+    mode = "colabfold" if tool == "protenix" else None
+    prepared = preprocess_input(input_json, out_dir=out_dir, use_msa=True, msa_server_mode=mode)
+    with open(prepared) as f:
+        prepared_entries = json.load(f)
+    dataset = (protenix_dataset if tool == "protenix" else opendde_dataset)(prepared)
+    for i in range(len(dataset)):
+        data, _, error = dataset[i]
+        result = {"name": data["sample_name"], "error": error, "prepared": prepared}
+        if not error:
+            result.update(
+                tokens=int(data["N_token"].item()),
+                atoms=int(data["N_atom"].item()),
+                msa_rows=int(data["N_msa"].item()),
+            )
+        print("RESULT " + json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()
