@@ -33,6 +33,11 @@ type Config struct {
 	// Binders maps a protocol to the binder it designs against a spec in the sequences
 	// form, in BoltzGen's sequence notation (80..140), as the catalog documents it.
 	Binders map[string]string
+	// GPU says the worker has a CUDA GPU. BoltzGen 0.3.2 has no CPU path (cli/boltzgen.py:921
+	// asks torch.cuda for the device capability whatever --use_kernels says, :942 takes the
+	// CUDA device count as the devices, and every step's config sets accelerator: gpu), so
+	// without one the engine offers nothing.
+	GPU bool
 }
 
 // Engine runs boltzgen jobs with the boltzgen command.
@@ -55,9 +60,17 @@ func New(cfg Config) *Engine {
 func (e *Engine) Name() string     { return e.tool.Name }
 func (e *Engine) Models() []string { return []string{"boltzgen"} }
 
-// Check finds the boltzgen command and checks that `boltzgen run --help` lists every
-// option the engine passes.
+// NoGPU is the public reason the engine gives on a worker without a GPU.
+const NoGPU = "BoltzGen needs a CUDA GPU and this worker has none"
+
+// Check refuses a worker without a GPU, then finds the boltzgen command and checks that
+// `boltzgen run --help` lists every option the engine passes.
 func (e *Engine) Check(ctx context.Context, tools engine.Tools) error {
+	if !e.cfg.GPU {
+		return &engine.CheckError{Public: NoGPU,
+			Detail: NoGPU + ": BoltzGen 0.3.2 asks torch.cuda for the device capability and count whatever its options say " +
+				"(boltzgen/cli/boltzgen.py:921,942) and runs every step with accelerator: gpu; no CUDA device is visible (CUDA_VISIBLE_DEVICES, /dev/nvidia*)"}
+	}
 	return e.tool.Check(ctx, tools)
 }
 

@@ -1,6 +1,7 @@
 package boltzgen
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -22,7 +23,8 @@ var standIn string
 
 func TestMain(m *testing.M) { os.Exit(enginerun.Main(m, boltzgentest.Build, &standIn)) }
 
-func newEngine() *Engine { return New(Config{Binders: catalog.Default().Binders()}) }
+// newEngine is the engine of a worker with a GPU, as the stand-in pretends to use one.
+func newEngine() *Engine { return New(Config{Binders: catalog.Default().Binders(), GPU: true}) }
 
 func newJob(t *testing.T, req string) *job.Job { return enginerun.DesignJob(t, req) }
 
@@ -216,5 +218,18 @@ func TestProgressFollowsThePipelineSteps(t *testing.T) {
 	}
 	if last != 1 {
 		t.Errorf("progress ends at %v, want 1", last)
+	}
+}
+
+// TestAWorkerWithoutAGPUOffersNothing: BoltzGen cannot run on the CPU, so the engine of a
+// worker without a GPU fails its check with that reason, even with the tool installed.
+func TestAWorkerWithoutAGPUOffersNothing(t *testing.T) {
+	t.Parallel()
+	err := New(Config{Binders: catalog.Default().Binders()}).Check(context.Background(), engine.Tools{"boltzgen": standIn})
+	if got := engine.PublicReason(err); got != NoGPU {
+		t.Errorf("Check without a GPU = %v (public %q), want %q", err, got, NoGPU)
+	}
+	if err := newEngine().Check(context.Background(), engine.Tools{"boltzgen": standIn}); err != nil {
+		t.Errorf("Check with a GPU: %v", err)
 	}
 }
