@@ -6,15 +6,19 @@ property and "leaving_atom" flag (data/parse/schema.py:386-423, data/parse/mmcif
 and a conformer (schema.py:222-267, get_conformer: "Computed", else "Ideal", else the first).
 This script builds those from the Chemical Component Dictionary that biotite ships, for the
 codes BoltzGen always loads (its canonical amino acids, data/const.py:109-130, via
-load_canonicals) plus every code given on the command line.
+load_canonicals) plus every code given on the command line, and those that the specs and
+structures given name: a spec's ccd values (one code or a list), a structure's residues,
+the nucleotides of a spec's DNA or RNA, UNK for a protein's unknown letters.
 
-usage: python mols.py OUTDIR CODE...
+usage: python mols.py OUTDIR (CODE | SPEC.yaml | STRUCTURE)...
 """
 
 import pathlib
 import pickle
 import sys
 
+import gemmi
+import yaml
 import biotite.structure.info as info
 from biotite.interface import rdkit as biotite_rdkit
 from rdkit import Chem
@@ -42,12 +46,45 @@ def molecule(code):
     return mol
 
 
+def spec_codes(data):
+    """The CCD codes a design spec names, and the residues its polymers may take."""
+    codes = set()
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if key == "ccd":
+                codes.update([value] if isinstance(value, str) else value)
+            elif key == "dna":
+                codes.update(["DA", "DC", "DG", "DT", "DN"])
+            elif key == "rna":
+                codes.update(["A", "C", "G", "U", "N"])
+            elif key == "protein":
+                codes.add("UNK")
+            codes.update(spec_codes(value))
+    elif isinstance(data, list):
+        for item in data:
+            codes.update(spec_codes(item))
+    return codes
+
+
+def arg_codes(arg):
+    path = pathlib.Path(arg)
+    if path.suffix == ".yaml" and path.is_file():
+        return spec_codes(yaml.safe_load(path.read_text()))
+    if path.suffix.lower() in (".cif", ".mmcif", ".pdb") and path.is_file():
+        structure = gemmi.read_structure(str(path))
+        return {res.name for model in structure for chain in model for res in chain}
+    return {arg}
+
+
 def main():
     out = pathlib.Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
     # Properties survive pickling only when RDKit is told to keep them.
     Chem.SetDefaultPickleProperties(Chem.PropertyPickleOptions.AllProps)
-    codes = sorted(set(const.canonical_tokens) | {c.upper() for c in sys.argv[2:]})
+    codes = set(const.canonical_tokens)
+    for arg in sys.argv[2:]:
+        codes.update(c.upper() for c in arg_codes(arg))
+    codes = sorted(codes)
     missing = []
     for code in codes:
         try:
