@@ -95,8 +95,10 @@ type design struct {
 	spec     *bio.DesignSpec
 	text     string // the spec as sent
 	binder   string // for the sequences form
-	// structure is the request's structure text, written beside the spec as spec.File.
+	// structure is the request's structure text, written beside the spec as spec.File;
+	// target is it read, its Format what its content says it is.
 	structure string
+	target    *bio.Structure
 	inputs    string // folder of the spec and its structure
 	out       string // BoltzGen's --output
 	mon       *monitor
@@ -123,6 +125,7 @@ func (e *Engine) plan(run *engine.Run, work string) (toolkit.Steps, error) {
 	}
 	d := &design{log: run.Log, report: run.Report, protocol: j.Protocol, params: p, spec: spec, text: j.Input.Spec,
 		structure: j.Input.Structure, inputs: filepath.Join(work, "inputs"), out: filepath.Join(work, "out")}
+	d.target = structure
 	if spec.Form == bio.SequencesSpec {
 		if d.binder = e.cfg.Binders[j.Protocol]; d.binder == "" {
 			return nil, fmt.Errorf("protocol %s designs no binder against a spec in the sequences form; send BoltzGen's entities form", j.Protocol)
@@ -135,19 +138,30 @@ func (e *Engine) plan(run *engine.Run, work string) (toolkit.Steps, error) {
 func (d *design) specPath() string { return filepath.Join(d.inputs, "spec.yaml") }
 
 // WriteInputs writes the spec, and the structure beside it under the name its file
-// entities give.
+// entities give, its suffix made to match its content: BoltzGen reads a file whose name
+// ends in exactly .pdb as PDB and any other as mmCIF (data/parse/schema.py:1920-1933).
 func (d *design) WriteInputs() error {
-	text := d.text
+	text, name := d.text, d.spec.File
 	if d.spec.Form == bio.SequencesSpec {
 		text = entitiesYAML(d.spec, d.binder)
+	}
+	if name != "" {
+		if n := nameFor(name, d.target.Format); n != name {
+			renamed, err := renameFile(text, name, n, d.target)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(d.log, "[chaperone] the structure %s holds %s; written as %s, the name BoltzGen reads as that\n", name, d.target.Format, n)
+			text, name = renamed, n
+		}
 	}
 	if err := os.WriteFile(d.specPath(), []byte(text), 0o644); err != nil {
 		return err
 	}
-	if d.spec.File == "" {
+	if name == "" {
 		return nil
 	}
-	return os.WriteFile(filepath.Join(d.inputs, d.spec.File), []byte(d.structure), 0o644)
+	return os.WriteFile(filepath.Join(d.inputs, name), []byte(d.structure), 0o644)
 }
 
 // Command is boltzgen run on the spec.

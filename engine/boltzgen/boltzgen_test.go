@@ -233,3 +233,50 @@ func TestAWorkerWithoutAGPUOffersNothing(t *testing.T) {
 		t.Errorf("Check with a GPU: %v", err)
 	}
 }
+
+// TestTheSequencesFormKeepsWhatBoltzGenReads: a chain's cyclic flag, a single-sequence
+// alignment and a ligand of several CCD codes reach BoltzGen's spec.
+func TestTheSequencesFormKeepsWhatBoltzGenReads(t *testing.T) {
+	t.Parallel()
+	spec := "sequences:\n  - protein: {id: A, sequence: MKTAYIAKQR, cyclic: true, msa: empty}\n  - ligand: {id: L, ccd: [SAH, ATP]}\n"
+	r := mustRun(t, newJob(t, `{"protocol": "protein-anything", "spec": `+jsonText(spec)+`, "params": {"num_designs": 2}}`))
+	b, err := os.ReadFile(filepath.Join(r.WorkDir, "inputs", "spec.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"      sequence: \"MKTAYIAKQR\"\n      cyclic: true\n      msa: empty\n", `ccd: ["SAH", "ATP"]`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("spec written for BoltzGen:\n%s\nlacks %q", b, want)
+		}
+	}
+}
+
+// TestAStructureIsNamedForItsContent: BoltzGen picks its reader by an exact .pdb suffix, so
+// PDB text sent under another name is written as .pdb, and the spec names that file.
+func TestAStructureIsNamedForItsContent(t *testing.T) {
+	t.Parallel()
+	pdb := "ATOM      1  CA  GLY A   1       1.000   1.000   1.000  1.00 20.00           C\nEND\n"
+	tests := []struct{ name, structure, want string }{
+		{"target.cif", pdb, "target.pdb"},
+		{"Target.PDB", pdb, "Target.pdb"},
+		{"target.pdb", targetCIF, "target.cif"},
+		{"target.mmcif", targetCIF, "target.mmcif"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			spec := "# keep me\nentities:\n  - protein: {id: B, sequence: 12..20}\n  - file:\n      path: '" + tt.name + "'\n      include:\n        - chain: {id: A}\n"
+			r := mustRun(t, newJob(t, `{"protocol": "protein-anything", "spec": `+jsonText(spec)+`, "structure": `+jsonText(tt.structure)+`, "params": {"num_designs": 2}}`))
+			b, err := os.ReadFile(filepath.Join(r.WorkDir, "inputs", "spec.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := strings.ReplaceAll(spec, tt.name, tt.want); string(b) != want {
+				t.Errorf("spec written\n%s\nwant\n%s", b, want)
+			}
+			if got, err := os.ReadFile(filepath.Join(r.WorkDir, "inputs", tt.want)); err != nil || string(got) != tt.structure {
+				t.Errorf("the structure as %s: %v", tt.want, err)
+			}
+		})
+	}
+}

@@ -110,6 +110,15 @@ func designCorpus(t *testing.T) []specCase {
 		{"bio_pdb_target", "protein-anything", "entities:\n  - protein: {id: B, sequence: 20..30}\n  - file:\n      path: target.pdb\n      include:\n        - chain: {id: A}\n", bioPDB},
 		// catalog/validate_test.go
 		{"catalog_binder_only", "protein-anything", "entities:\n  - protein: {id: B, sequence: 20..30}\n", ""},
+		// issue 19: what BoltzGen accepts and we refused or wrote wrongly
+		{"pdb_named_cif", "protein-anything", strings.ReplaceAll(e2eFile, "target.pdb", "target.cif"), e2ePDB},
+		{"pdb_named_upper_case", "protein-anything", strings.ReplaceAll(e2eFile, "target.pdb", "'Target.PDB'"), e2ePDB},
+		{"commas_in_a_sequence", "protein-anything", "entities:\n  - protein: {id: B, sequence: '3..5, AAA,10'}\n  - ligand: {id: L, ccd: SAH}\n", ""},
+		{"ccd_list_entities", "protein-small_molecule", "entities:\n  - protein: {id: B, sequence: 20..30}\n  - ligand: {id: L, ccd: [SAH, SAH]}\n", ""},
+		{"ccd_list_sequences", "protein-small_molecule", "sequences:\n  - ligand: {id: L, ccd: [SAH, SAH]}\n", ""},
+		{"cyclic_sequences", "peptide-anything", "sequences:\n  - protein: {id: A, sequence: MKTAYIAKQR, cyclic: true}\n", ""},
+		{"msa_empty_sequences", "protein-anything", "sequences:\n  - protein: {id: A, sequence: MKTAYIAK, msa: empty}\n  - protein: {id: C, sequence: GSGSGS}\n", ""},
+		{"msa_inline_sequences", "protein-anything", "sequences:\n  - protein:\n      id: A\n      sequence: MKTAYI\n      msa: |\n        >q\n        MKTAYI\n        >h\n        MKTAYV\n", ""},
 	}
 }
 
