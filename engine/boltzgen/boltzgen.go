@@ -189,8 +189,11 @@ func (d *design) fileNote() string {
 func (d *design) Results(exit error) (*engine.Output, error) {
 	d.mon.set(job.StageWriting, d.mon.fraction)
 	out, err := readDesigns(filepath.Join(d.out, "final_ranked_designs"), d.params.Budget, d.mon, exit)
-	if err == nil {
-		d.mon.set(job.StageWriting, 1)
+	if err != nil {
+		return nil, err
 	}
-	return out, err
+	fmt.Fprintf(d.log, "[chaperone] %d of the %d final designs pass BoltzGen's filters (pass_filters); BoltzGen ranks the others after them and keeps them\n",
+		passing(out.Designs), len(out.Designs))
+	d.mon.set(job.StageWriting, 1)
+	return out, nil
 }

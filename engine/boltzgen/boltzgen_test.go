@@ -153,7 +153,6 @@ func TestAJobWithoutItsDesignsFailsWithBoltzGensMessage(t *testing.T) {
 		{boltzgentest.Crash, "boltzgen failed: RuntimeError: CUDA error: an illegal memory access was encountered"},
 		{boltzgentest.OOM, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"},
 		{boltzgentest.NoFinal, "boltzgen wrote no final designs: final_designs_metrics_2.csv is missing"},
-		{boltzgentest.Filtered, "final_designs_metrics_2.csv lists no design: every design failed BoltzGen's filters"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.behaviour, func(t *testing.T) {
@@ -278,5 +277,24 @@ func TestAStructureIsNamedForItsContent(t *testing.T) {
 				t.Errorf("the structure as %s: %v", tt.want, err)
 			}
 		})
+	}
+}
+
+// TestDesignsThatFailTheFiltersAreKeptAndSaySo: BoltzGen keeps its budget of designs when
+// none passes its filters; the job succeeds with them, each with pass_filters false.
+func TestDesignsThatFailTheFiltersAreKeptAndSaySo(t *testing.T) {
+	t.Parallel()
+	spec := boltzgentest.Marker + boltzgentest.Filtered + "\nentities:\n  - protein: {id: B, sequence: 12..20}\n  - ligand: {id: L, ccd: SAH}\n"
+	r := mustRun(t, newJob(t, `{"protocol": "protein-anything", "spec": `+jsonText(spec)+`, "params": {"num_designs": 3, "budget": 2}}`))
+	if len(r.Out.Designs) != 2 {
+		t.Fatalf("%d designs, want the budget of 2", len(r.Out.Designs))
+	}
+	for _, d := range r.Out.Designs {
+		if d.Metrics["pass_filters"] != false {
+			t.Errorf("design %s: pass_filters %v, want false", d.ID, d.Metrics["pass_filters"])
+		}
+	}
+	if !strings.Contains(r.Log.String(), "0 of the 2 final designs pass BoltzGen's filters") {
+		t.Errorf("the log does not say how many designs pass the filters:\n%s", r.Log.String())
 	}
 }
