@@ -101,9 +101,6 @@ func sequencesSpec(text string, structure *Structure) (*DesignSpec, error) {
 		if len(e.Modifications) > 0 {
 			return nil, Errorf(e.Pos, "the sequences form takes plain sequences; write modified residues in BoltzGen's entities form")
 		}
-		if len(e.CCD) > 1 {
-			return nil, Errorf(e.Pos, "BoltzGen takes one CCD code per ligand; give each residue of this ligand its own entry")
-		}
 		spec.chains = append(spec.chains, e.IDs...)
 	}
 	return spec, nil
@@ -117,8 +114,11 @@ type specReader struct {
 }
 
 func (s *specReader) document(n ast.Node) error {
-	top, err := s.fields(n, "the design spec", "entities", "constraints")
+	top, err := s.fields(n, "the design spec", "entities", "constraints", "leaving_atoms")
 	if err != nil {
+		return err
+	}
+	if err := s.boltzGenKeys(n, "the design spec"); err != nil {
 		return err
 	}
 	items, err := s.list(top["entities"].value, "entities")
@@ -207,7 +207,8 @@ func (s *specReader) ids(f []yamlField, at Pos, path string) ([]string, error) {
 }
 
 // DesignedLength reads BoltzGen's sequence notation: residue letters kept as they are,
-// numbers of residues to design (17) and ranges of them (15..20), in any order. It returns
+// numbers of residues to design (17) and ranges of them (15..20), in any order, in parts
+// that commas may separate (3..5,AAA, 10). It returns
 // the shortest and longest chain the notation describes.
 func DesignedLength(seq string) (shortest, longest int, err error) {
 	for i := 0; i < len(seq); {
@@ -242,6 +243,13 @@ func DesignedLength(seq string) (shortest, longest int, err error) {
 			}
 			shortest, longest = shortest+lo, longest+hi
 			i = j
+		case c == ',':
+			// BoltzGen splits the notation at commas, each with any spaces after it
+			// (data/parse/schema.py:936, re.split(r",\s*")), and reads the parts in turn.
+			i++
+			for i < len(seq) && (seq[i] == ' ' || seq[i] == '\t' || seq[i] == '\n' || seq[i] == '\r' || seq[i] == '\f' || seq[i] == '\v') {
+				i++
+			}
 		default:
 			return 0, 0, fmt.Errorf("%q at position %d is neither a residue letter nor a length (17 or 15..20)", c, i+1)
 		}

@@ -65,8 +65,15 @@ func TestWeightsWhereEachToolKeepsThem(t *testing.T) {
 			filepath.Join(dir, "opendde", "checkpoint", "opendde.pt"): engine.WeightsMissing}},
 		{protenix.NewOpenDDEAbAg(protenix.Config{}), nil, []string{"opendde/checkpoint/opendde_abag.pt"}, map[string]engine.WeightsState{
 			filepath.Join(dir, "opendde", "checkpoint", "opendde_abag.pt"): engine.WeightsPresent}},
-		{boltzgen.New(boltzgen.Config{}), nil, []string{"hf/hub/models--boltzgen--boltzgen-1/snapshots/a1/config.json"}, map[string]engine.WeightsState{
-			filepath.Join(hub, "models--boltzgen--boltzgen-1"): engine.WeightsPresent}},
+		{boltzgen.New(boltzgen.Config{}), nil, []string{"hf/hub/models--boltzgen--boltzgen-1/snapshots/a1/boltzgen1_diverse.ckpt"}, map[string]engine.WeightsState{
+			filepath.Join(hub, "models--boltzgen--boltzgen-1"):       engine.WeightsMissing, // one of its five checkpoints
+			filepath.Join(hub, "datasets--boltzgen--inference-data"): engine.WeightsMissing}},
+		{boltzgen.New(boltzgen.Config{}), nil, []string{"hf/hub/models--boltzgen--boltzgen-1/snapshots/a1/boltzgen1_adherence.ckpt", // with the one before, all five
+			"hf/hub/models--boltzgen--boltzgen-1/snapshots/a1/boltzgen1_ifold.ckpt", "hf/hub/models--boltzgen--boltzgen-1/snapshots/a1/boltz2_conf_final.ckpt",
+			"hf/hub/models--boltzgen--boltzgen-1/snapshots/a1/boltz2_aff.ckpt", "hf/hub/datasets--boltzgen--inference-data/snapshots/b2/mols.zip"},
+			map[string]engine.WeightsState{
+				filepath.Join(hub, "models--boltzgen--boltzgen-1"):       engine.WeightsPresent,
+				filepath.Join(hub, "datasets--boltzgen--inference-data"): engine.WeightsPresent}},
 		{rfd3.New(), nil, []string{"foundry/rfd3_latest.ckpt"}, map[string]engine.WeightsState{
 			filepath.Join(dir, "foundry", "rfd3_latest.ckpt"): engine.WeightsPresent}},
 		{pydriver.Transformers(), nil, []string{"hf/hub/models--westlake-repl--SaProt_650M_AF2/snapshots/b2/model.safetensors"}, map[string]engine.WeightsState{

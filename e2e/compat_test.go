@@ -35,7 +35,7 @@ func withEveryStandIn(t *testing.T) option {
 	return func(c *app.Config) {
 		c.Engines = []engine.Engine{boltz.New(boltz.Config{MSAServerURL: testMSAServer}),
 			pydriver.ESM(pydriver.Config{MSAServerURL: testMSAServer}), pydriver.Transformers(),
-			boltzgen.New(boltzgen.Config{Binders: catalog.Default().Binders()}), rfd3.New()}
+			boltzgen.New(boltzgen.Config{Binders: catalog.Default().Binders(), GPU: true}), rfd3.New()}
 		c.Tools = engine.Tools{"boltz": boltzPath, "esm": python, "transformers": python}
 		maps.Copy(c.Tools, design)
 		c.MSAServerURL = testMSAServer

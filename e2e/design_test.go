@@ -56,7 +56,7 @@ func removeDesignStandIns() {
 func withDesignEngines(t *testing.T) option {
 	tools := designTools(t)
 	return func(c *app.Config) {
-		c.Engines = []engine.Engine{boltzgen.New(boltzgen.Config{Binders: catalog.Default().Binders()}), rfd3.New()}
+		c.Engines = []engine.Engine{boltzgen.New(boltzgen.Config{Binders: catalog.Default().Binders(), GPU: true}), rfd3.New()}
 		c.Tools = tools
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chaperone-bio/chaperone/app"
 	"github.com/chaperone-bio/chaperone/engine"
+	"github.com/chaperone-bio/chaperone/engine/boltzgen"
 	"github.com/chaperone-bio/chaperone/engine/builtin"
 )
 
@@ -74,7 +75,7 @@ func TestCatalogSaysWhyAModelIsUnavailable(t *testing.T) {
 		{noTools, "protenix-v2", notInstalled("protenix")},
 		{noTools, "opendde", notInstalled("opendde")},
 		{noTools, "opendde-abag", notInstalled("opendde")},
-		{noTools, "boltzgen", notInstalled("boltzgen")},
+		{noTools, "boltzgen", boltzgen.NoGPU}, // a worker without a GPU: that comes before the tool
 		{noTools, "rfd3", notInstalled("rfd3")},
 		{noTools, "esmfold2-fast", noPython("esm")},
 		{noTools, "esmc-6b", noPython("esm")},

@@ -33,6 +33,11 @@ type Config struct {
 	// Binders maps a protocol to the binder it designs against a spec in the sequences
 	// form, in BoltzGen's sequence notation (80..140), as the catalog documents it.
 	Binders map[string]string
+	// GPU says the worker has a CUDA GPU. BoltzGen 0.3.2 has no CPU path (cli/boltzgen.py:921
+	// asks torch.cuda for the device capability whatever --use_kernels says, :942 takes the
+	// CUDA device count as the devices, and every step's config sets accelerator: gpu), so
+	// without one the engine offers nothing.
+	GPU bool
 }
 
 // Engine runs boltzgen jobs with the boltzgen command.
@@ -55,9 +60,17 @@ func New(cfg Config) *Engine {
 func (e *Engine) Name() string     { return e.tool.Name }
 func (e *Engine) Models() []string { return []string{"boltzgen"} }
 
-// Check finds the boltzgen command and checks that `boltzgen run --help` lists every
-// option the engine passes.
+// NoGPU is the public reason the engine gives on a worker without a GPU.
+const NoGPU = "BoltzGen needs a CUDA GPU and this worker has none"
+
+// Check refuses a worker without a GPU, then finds the boltzgen command and checks that
+// `boltzgen run --help` lists every option the engine passes.
 func (e *Engine) Check(ctx context.Context, tools engine.Tools) error {
+	if !e.cfg.GPU {
+		return &engine.CheckError{Public: NoGPU,
+			Detail: NoGPU + ": BoltzGen 0.3.2 asks torch.cuda for the device capability and count whatever its options say " +
+				"(boltzgen/cli/boltzgen.py:921,942) and runs every step with accelerator: gpu; no CUDA device is visible (CUDA_VISIBLE_DEVICES, /dev/nvidia*)"}
+	}
 	return e.tool.Check(ctx, tools)
 }
 
@@ -82,8 +95,10 @@ type design struct {
 	spec     *bio.DesignSpec
 	text     string // the spec as sent
 	binder   string // for the sequences form
-	// structure is the request's structure text, written beside the spec as spec.File.
+	// structure is the request's structure text, written beside the spec as spec.File;
+	// target is it read, its Format what its content says it is.
 	structure string
+	target    *bio.Structure
 	inputs    string // folder of the spec and its structure
 	out       string // BoltzGen's --output
 	mon       *monitor
@@ -110,6 +125,7 @@ func (e *Engine) plan(run *engine.Run, work string) (toolkit.Steps, error) {
 	}
 	d := &design{log: run.Log, report: run.Report, protocol: j.Protocol, params: p, spec: spec, text: j.Input.Spec,
 		structure: j.Input.Structure, inputs: filepath.Join(work, "inputs"), out: filepath.Join(work, "out")}
+	d.target = structure
 	if spec.Form == bio.SequencesSpec {
 		if d.binder = e.cfg.Binders[j.Protocol]; d.binder == "" {
 			return nil, fmt.Errorf("protocol %s designs no binder against a spec in the sequences form; send BoltzGen's entities form", j.Protocol)
@@ -122,19 +138,30 @@ func (e *Engine) plan(run *engine.Run, work string) (toolkit.Steps, error) {
 func (d *design) specPath() string { return filepath.Join(d.inputs, "spec.yaml") }
 
 // WriteInputs writes the spec, and the structure beside it under the name its file
-// entities give.
+// entities give, its suffix made to match its content: BoltzGen reads a file whose name
+// ends in exactly .pdb as PDB and any other as mmCIF (data/parse/schema.py:1920-1933).
 func (d *design) WriteInputs() error {
-	text := d.text
+	text, name := d.text, d.spec.File
 	if d.spec.Form == bio.SequencesSpec {
 		text = entitiesYAML(d.spec, d.binder)
+	}
+	if name != "" {
+		if n := nameFor(name, d.target.Format); n != name {
+			renamed, err := renameFile(text, name, n, d.target)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(d.log, "[chaperone] the structure %s holds %s; written as %s, the name BoltzGen reads as that\n", name, d.target.Format, n)
+			text, name = renamed, n
+		}
 	}
 	if err := os.WriteFile(d.specPath(), []byte(text), 0o644); err != nil {
 		return err
 	}
-	if d.spec.File == "" {
+	if name == "" {
 		return nil
 	}
-	return os.WriteFile(filepath.Join(d.inputs, d.spec.File), []byte(d.structure), 0o644)
+	return os.WriteFile(filepath.Join(d.inputs, name), []byte(d.structure), 0o644)
 }
 
 // Command is boltzgen run on the spec.
@@ -162,8 +189,11 @@ func (d *design) fileNote() string {
 func (d *design) Results(exit error) (*engine.Output, error) {
 	d.mon.set(job.StageWriting, d.mon.fraction)
 	out, err := readDesigns(filepath.Join(d.out, "final_ranked_designs"), d.params.Budget, d.mon, exit)
-	if err == nil {
-		d.mon.set(job.StageWriting, 1)
+	if err != nil {
+		return nil, err
 	}
-	return out, err
+	fmt.Fprintf(d.log, "[chaperone] %d of the %d final designs pass BoltzGen's filters (pass_filters); BoltzGen ranks the others after them and keeps them\n",
+		passing(out.Designs), len(out.Designs))
+	d.mon.set(job.StageWriting, 1)
+	return out, nil
 }

@@ -1,6 +1,7 @@
 package boltzgen
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -22,7 +23,8 @@ var standIn string
 
 func TestMain(m *testing.M) { os.Exit(enginerun.Main(m, boltzgentest.Build, &standIn)) }
 
-func newEngine() *Engine { return New(Config{Binders: catalog.Default().Binders()}) }
+// newEngine is the engine of a worker with a GPU, as the stand-in pretends to use one.
+func newEngine() *Engine { return New(Config{Binders: catalog.Default().Binders(), GPU: true}) }
 
 func newJob(t *testing.T, req string) *job.Job { return enginerun.DesignJob(t, req) }
 
@@ -151,7 +153,6 @@ func TestAJobWithoutItsDesignsFailsWithBoltzGensMessage(t *testing.T) {
 		{boltzgentest.Crash, "boltzgen failed: RuntimeError: CUDA error: an illegal memory access was encountered"},
 		{boltzgentest.OOM, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"},
 		{boltzgentest.NoFinal, "boltzgen wrote no final designs: final_designs_metrics_2.csv is missing"},
-		{boltzgentest.Filtered, "final_designs_metrics_2.csv lists no design: every design failed BoltzGen's filters"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.behaviour, func(t *testing.T) {
@@ -216,5 +217,84 @@ func TestProgressFollowsThePipelineSteps(t *testing.T) {
 	}
 	if last != 1 {
 		t.Errorf("progress ends at %v, want 1", last)
+	}
+}
+
+// TestAWorkerWithoutAGPUOffersNothing: BoltzGen cannot run on the CPU, so the engine of a
+// worker without a GPU fails its check with that reason, even with the tool installed.
+func TestAWorkerWithoutAGPUOffersNothing(t *testing.T) {
+	t.Parallel()
+	err := New(Config{Binders: catalog.Default().Binders()}).Check(context.Background(), engine.Tools{"boltzgen": standIn})
+	if got := engine.PublicReason(err); got != NoGPU {
+		t.Errorf("Check without a GPU = %v (public %q), want %q", err, got, NoGPU)
+	}
+	if err := newEngine().Check(context.Background(), engine.Tools{"boltzgen": standIn}); err != nil {
+		t.Errorf("Check with a GPU: %v", err)
+	}
+}
+
+// TestTheSequencesFormKeepsWhatBoltzGenReads: a chain's cyclic flag, a single-sequence
+// alignment and a ligand of several CCD codes reach BoltzGen's spec.
+func TestTheSequencesFormKeepsWhatBoltzGenReads(t *testing.T) {
+	t.Parallel()
+	spec := "sequences:\n  - protein: {id: A, sequence: MKTAYIAKQR, cyclic: true, msa: empty}\n  - ligand: {id: L, ccd: [SAH, ATP]}\n"
+	r := mustRun(t, newJob(t, `{"protocol": "protein-anything", "spec": `+jsonText(spec)+`, "params": {"num_designs": 2}}`))
+	b, err := os.ReadFile(filepath.Join(r.WorkDir, "inputs", "spec.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"      sequence: \"MKTAYIAKQR\"\n      cyclic: true\n      msa: empty\n", `ccd: ["SAH", "ATP"]`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("spec written for BoltzGen:\n%s\nlacks %q", b, want)
+		}
+	}
+}
+
+// TestAStructureIsNamedForItsContent: BoltzGen picks its reader by an exact .pdb suffix, so
+// PDB text sent under another name is written as .pdb, and the spec names that file.
+func TestAStructureIsNamedForItsContent(t *testing.T) {
+	t.Parallel()
+	pdb := "ATOM      1  CA  GLY A   1       1.000   1.000   1.000  1.00 20.00           C\nEND\n"
+	tests := []struct{ name, structure, want string }{
+		{"target.cif", pdb, "target.pdb"},
+		{"Target.PDB", pdb, "Target.pdb"},
+		{"target.pdb", targetCIF, "target.cif"},
+		{"target.mmcif", targetCIF, "target.mmcif"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			spec := "# keep me\nentities:\n  - protein: {id: B, sequence: 12..20}\n  - file:\n      path: '" + tt.name + "'\n      include:\n        - chain: {id: A}\n"
+			r := mustRun(t, newJob(t, `{"protocol": "protein-anything", "spec": `+jsonText(spec)+`, "structure": `+jsonText(tt.structure)+`, "params": {"num_designs": 2}}`))
+			b, err := os.ReadFile(filepath.Join(r.WorkDir, "inputs", "spec.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := strings.ReplaceAll(spec, tt.name, tt.want); string(b) != want {
+				t.Errorf("spec written\n%s\nwant\n%s", b, want)
+			}
+			if got, err := os.ReadFile(filepath.Join(r.WorkDir, "inputs", tt.want)); err != nil || string(got) != tt.structure {
+				t.Errorf("the structure as %s: %v", tt.want, err)
+			}
+		})
+	}
+}
+
+// TestDesignsThatFailTheFiltersAreKeptAndSaySo: BoltzGen keeps its budget of designs when
+// none passes its filters; the job succeeds with them, each with pass_filters false.
+func TestDesignsThatFailTheFiltersAreKeptAndSaySo(t *testing.T) {
+	t.Parallel()
+	spec := boltzgentest.Marker + boltzgentest.Filtered + "\nentities:\n  - protein: {id: B, sequence: 12..20}\n  - ligand: {id: L, ccd: SAH}\n"
+	r := mustRun(t, newJob(t, `{"protocol": "protein-anything", "spec": `+jsonText(spec)+`, "params": {"num_designs": 3, "budget": 2}}`))
+	if len(r.Out.Designs) != 2 {
+		t.Fatalf("%d designs, want the budget of 2", len(r.Out.Designs))
+	}
+	for _, d := range r.Out.Designs {
+		if d.Metrics["pass_filters"] != false {
+			t.Errorf("design %s: pass_filters %v, want false", d.ID, d.Metrics["pass_filters"])
+		}
+	}
+	if !strings.Contains(r.Log.String(), "0 of the 2 final designs pass BoltzGen's filters") {
+		t.Errorf("the log does not say how many designs pass the filters:\n%s", r.Log.String())
 	}
 }

@@ -38,8 +38,9 @@ const (
 
 // readDesigns reads the final ranked set of a run: final_<budget>_designs/ holds each
 // kept design as rank<final_rank>_<file_name>, and final_designs_metrics_<budget>.csv its
-// row. Designs come rank 1 first; the job fails with BoltzGen's own message when the set
-// is missing or empty.
+// row. Designs come rank 1 first, each with BoltzGen's pass_filters among its metrics: a
+// design that fails the filters is still in the set, ranked after those that pass. The job
+// fails with BoltzGen's own message when the set is missing or empty.
 func readDesigns(dir string, budget int, mon *monitor, exit error) (*engine.Output, error) {
 	table := filepath.Join(dir, fmt.Sprintf("final_designs_metrics_%d.csv", budget))
 	rows, err := readTable(table)
@@ -47,7 +48,9 @@ func readDesigns(dir string, budget int, mon *monitor, exit error) (*engine.Outp
 		return nil, missing(mon, exit, err)
 	}
 	if len(rows) == 0 {
-		return nil, missing(mon, exit, fmt.Errorf("%s lists no design: every design failed BoltzGen's filters", filepath.Base(table)))
+		// BoltzGen's filtering keeps its budget of designs whether they pass its filters or
+		// not (task/filter/filter.py:396-630), so an empty set means it was given none.
+		return nil, missing(mon, exit, fmt.Errorf("%s lists no design: BoltzGen's earlier steps gave its filtering none", filepath.Base(table)))
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return rankOf(rows[i]) < rankOf(rows[j]) })
 	kept := filepath.Join(dir, fmt.Sprintf("final_%d_designs", budget))
@@ -206,4 +209,15 @@ func safeName(id string) string {
 func exists(path string) bool {
 	info, err := os.Stat(path)
 	return err == nil && info.Mode().IsRegular()
+}
+
+// passing counts the designs whose pass_filters is true.
+func passing(designs []job.Design) int {
+	n := 0
+	for _, d := range designs {
+		if d.Metrics["pass_filters"] == true {
+			n++
+		}
+	}
+	return n
 }

@@ -15,7 +15,8 @@ import "github.com/chaperone-bio/chaperone/internal/standin"
 //	crash      the design step dies with a CUDA error; boltzgen raises CalledProcessError, exit 1
 //	oom        the folding step runs out of GPU memory; boltzgen exits 1
 //	nofinal    the filtering step writes nothing and exits 0, and so does boltzgen
-//	filtered   every design fails the filters: the final table has a header and no row
+//	filtered   no design passes the filters: as in BoltzGen (task/filter/filter.py:396-630)
+//	           the final set still holds the budget of designs, each with pass_filters False
 //	slow       the design step takes 0.2 s per design
 //	hang       the design step works for five minutes, printing progress, with a helper
 //	           process that ignores SIGTERM

@@ -454,7 +454,7 @@ func step(args []string) int {
 // filter writes final_ranked_designs as task/filter/filter.py does: every design ranked by
 // quality (final_rank 1 the best), the top ten, and a diverse final set of budget designs
 // named by their quality rank, which need not be the budget best.
-func filter(output, spec, stem string, n, budget, binderLen int, protocol string, none bool) int {
+func filter(output, spec, stem string, n, budget, binderLen int, protocol string, failAll bool) int {
 	type design struct {
 		name    string
 		quality float64
@@ -476,8 +476,11 @@ func filter(output, spec, stem string, n, budget, binderLen int, protocol string
 		selected = append([]*design{designs[0]}, designs[2:]...)
 	}
 	selected = selected[:min(budget, len(selected))]
-	if none {
-		selected = nil
+	// Filter ranks designs by the filters they pass before their metrics and keeps its
+	// budget whatever they pass (filter.py:396-630): failing them shows in pass_filters.
+	passed, pass := "7", "True"
+	if failAll {
+		passed, pass = "3", "False"
 	}
 	out := filepath.Join(output, "final_ranked_designs")
 	finalDir := filepath.Join(out, fmt.Sprintf("final_%d_designs", budget))
@@ -502,7 +505,7 @@ func filter(output, spec, stem string, n, budget, binderLen int, protocol string
 			r = append(r, f(0.3+0.6*q))
 		}
 		return append(r, f(0.5+0.4*q), f(3+5*(1-q)), f(0.6+0.3*q), f(1.2*(1-q)), f(1.5*(1-q)), strconv.Itoa(int(4*q)), strconv.Itoa(int(9*q)),
-			f(800+600*q), f(0.3), f(0.6), f(0.1), d.name+".cif", "7", "True", strconv.Itoa(d.rank), strconv.Itoa(d.rank),
+			f(800+600*q), f(0.3), f(0.6), f(0.1), d.name+".cif", passed, pass, strconv.Itoa(d.rank), strconv.Itoa(d.rank),
 			f(1-float64(d.rank-1)/float64(max(n-1, 1))), f(0.5+0.4*q), f(0.6+0.3*q), "")
 	}
 	write := func(path string, ds []*design) error {

@@ -1,0 +1,138 @@
+package boltzgen
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/chaperone-bio/chaperone/bio"
+	"github.com/chaperone-bio/chaperone/catalog"
+)
+
+// everyKeySpec uses every key of BoltzGen's whitelist that its parser reads, validly, on
+// the e2e target (protein chain A 1-60 with 52A, DNA chains B and C).
+const everyKeySpec = `entities:
+  - protein:
+      id: P
+      sequence: 12..20, AC
+      cyclic: false
+      symmetric_group: 1
+      secondary_structure: {loop: "1..2", helix: "3..5", sheet: "6"}
+      residue_constraints:
+        - {position: "1..3", allowed: AGS}
+        - {position: 4, disallowed: C}
+  - protein: {id: Q, sequence: MKTAYIAK, msa: empty, binding_types: {binding: "1..3", not_binding: "4"}}
+  - ligand: {id: L, ccd: [SAH, SAH]}
+  - ligand: {id: M, smiles: CCO}
+  - dna: {id: D, sequence: ACGT}
+  - rna: {id: R, sequence: ACGU}
+  - file:
+      path: target.pdb
+      use_assembly: false
+      msa: empty
+      include:
+        - chain: {id: A}
+      include_proximity:
+        - chain: {id: A, res_index: 1..2, radius: 8}
+      exclude:
+        - chain: {id: A, res_index: 55..60}
+      binding_types:
+        - chain: {id: A, binding: 5..10, not_binding: 11}
+      structure_groups:
+        - group: {id: A, visibility: 1}
+      design:
+        - chain: {id: A, res_index: 20..25}
+      not_design:
+        - chain: {id: A, res_index: 21}
+      secondary_structure:
+        - chain: {id: A, loop: 20, helix: 22..23, sheet: 24}
+      design_insertions:
+        - insertion: {id: A, res_index: 30, num_residues: 2..4}
+      reset_res_index:
+        - chain: {id: A}
+constraints:
+  - total_len: {min: 10, max: 400}
+  - bond:
+      atom1: [Q, 1, CA]
+      atom2: [Q, 2, CA]
+leaving_atoms:
+  - atom: [Q, 2, NZ]
+`
+
+// TestUpstreamSpecKeysAreBoltzGens: the keys we allow in a spec are exactly BoltzGen's
+// whitelist (schema.py:289-346, read from the installed module); a spec using them is
+// accepted by us and by `boltzgen check`; a key outside it is refused by both, at any depth.
+func TestUpstreamSpecKeysAreBoltzGens(t *testing.T) {
+	env := realBoltzGen(t)
+	out, err := realCommand(t, env, t.TempDir(), "python", "-c", "from boltzgen.data.parse.schema import yaml_keys; print(' '.join(yaml_keys))")
+	if err != nil {
+		t.Fatalf("reading BoltzGen's whitelist: %v\n%s", err, out)
+	}
+	real := strings.Fields(lastLine(out))
+	if !slices.Equal(slices.Sorted(slices.Values(real)), slices.Sorted(slices.Values(bio.BoltzGenKeys))) {
+		t.Errorf("BoltzGen's keys %v\nours %v", real, bio.BoltzGenKeys)
+	}
+	used := regexp.MustCompile(`([a-z_0-9]+):`).FindAllStringSubmatch(everyKeySpec, -1)
+	var covered []string
+	for _, m := range used {
+		if slices.Contains(real, m[1]) && !slices.Contains(covered, m[1]) {
+			covered = append(covered, m[1])
+		}
+	}
+	t.Logf("the spec uses %d of BoltzGen's %d keys; unused: %v", len(covered), len(real),
+		slices.DeleteFunc(slices.Clone(real), func(k string) bool { return slices.Contains(covered, k) }))
+
+	unknownTop := "entities:\n  - protein: {id: B, sequence: 12..20}\nbogus: 1\n"
+	unknownDeep := "entities:\n  - protein: {id: B, sequence: 12..20}\n  - file:\n      path: target.pdb\n      include:\n        - chain: {id: A, colour: red}\n"
+	misnamed := "entities:\n  - protein: {id: B, sequence: 12..20}\n  - file:\n      path: target.pdb\n      design:\n        - chain: {id: A, res_idx: 3}\n"
+	target := e2eTarget()
+	var specs []string
+	for name, text := range map[string]string{"every_key": everyKeySpec, "unknown_top": unknownTop, "unknown_deep": unknownDeep, "misnamed": misnamed} {
+		st, err := bio.ReadStructure(target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		structure := target
+		if !strings.Contains(text, "file:") {
+			st, structure = nil, ""
+		}
+		_, ours := bio.ParseDesignSpec(text, st)
+		if (ours == nil) != (name == "every_key") {
+			t.Errorf("%s: bio.ParseDesignSpec = %v", name, ours)
+		}
+		if name == "every_key" {
+			// The catalog takes it too, as a request.
+			var r catalog.DesignRequest
+			if err := catalog.Decode([]byte(specCase{name, "protein-anything", text, structure}.request()), &r); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := catalog.Default().NewDesign(&r); err != nil {
+				t.Errorf("the catalog refuses the spec of every key: %v", err)
+			}
+		}
+		// BoltzGen's own reader, on the text as sent.
+		dir := t.TempDir()
+		if structure != "" {
+			if err := os.WriteFile(filepath.Join(dir, "target.pdb"), []byte(structure), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p := filepath.Join(dir, name+".yaml")
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		specs = append(specs, p)
+	}
+	slices.Sort(specs)
+	inputs := append(slices.Clone(specs), "SAH")
+	results := boltzgenCheck(t, env, buildMols(t, env, inputs...), specs)
+	for _, s := range specs {
+		name := strings.TrimSuffix(filepath.Base(s), ".yaml")
+		if (results[s] == "") != (name == "every_key") {
+			t.Errorf("%s: boltzgen check: %q", name, results[s])
+		}
+	}
+}
