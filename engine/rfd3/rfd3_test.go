@@ -203,9 +203,10 @@ func TestTheStandInTakesOnlyHydrasKeys(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"design", "inputs=x.json", "out_dir=o", "num_designs=4"}, "Could not override 'num_designs'.\nTo append to your config use +num_designs=4\nKey 'num_designs' is not in struct"},
-		{[]string{"design", "inputs=x.json", "out_dir=o", "diffusion_batch_size=many"}, "Value 'many' of type 'str' could not be converted to Integer"},
-		{[]string{"design", "inputs=x.json", "--out_dir", "o"}, "Error parsing override '--out_dir'"},
+		{[]string{"design", "inputs=x.json", "out_dir=o", "num_designs=4"}, "Could not override 'num_designs'.\nTo append to your config use +num_designs=4"},
+		{[]string{"design", "inputs=x.json", "--out_dir", "o"}, "OverrideParseException: LexerNoViableAltException: --out_dir"},
+		{[]string{"design", "inputs=/w/a,b/spec.json", "out_dir=o"}, "Ambiguous value for argument"},
+		{[]string{"design", "inputs=/w/a=b/spec.json", "out_dir=o"}, "mismatched input '=' expecting <EOF>"},
 		{[]string{"design", "inputs=x.json"}, "MissingMandatoryValue: Missing mandatory value: out_dir"},
 	}
 	for _, tt := range tests {
@@ -233,5 +234,15 @@ func TestProgressMovesWithTheDesignsWritten(t *testing.T) {
 	}
 	if m.failure() != "torch.OutOfMemoryError: CUDA out of memory." {
 		t.Errorf("failure %q", m.failure())
+	}
+}
+
+// TestAWorkFolderWithCommasEqualsAndSpacesRuns: the stand-in reads overrides as Hydra's
+// grammar does, which a path with "," or "=" breaks.
+func TestAWorkFolderWithCommasEqualsAndSpacesRuns(t *testing.T) {
+	t.Parallel()
+	r := runIn(t, filepath.Join(t.TempDir(), "job a,b=c d"), newJob(t, "rfd3-binder", targetPDB(""), "20-30,/0,A1-12", `{"num_designs": 2}`), standIn)
+	if r.Err != nil || len(r.Out.Designs) != 2 {
+		t.Fatalf("run: %v\n%s", r.Err, r.Log.String())
 	}
 }
