@@ -146,6 +146,14 @@ func TestUpstreamRFD3DesignsThroughTheServer(t *testing.T) {
 	mustf(t, j["status"] == "succeeded", "job %v", j)
 	mustf(t, slices.Contains(statuses, "running"), "statuses %v never showed running", statuses)
 	res := real.get("/v1/jobs/" + id + "/results").expect(http.StatusOK).json()
+	// The lines the engine's progress follows (rfd3/engine.py:136), one per design; no
+	// diffusion step is logged outside low-memory mode.
+	log := string(real.get("/v1/jobs/" + id + "/logs").expect(http.StatusOK).Body)
+	for m := range 2 {
+		want := fmt.Sprintf("Outputs for spec_design_0_model_%d written to ", m)
+		mustf(t, strings.Contains(log, want), "the run log lacks %q:\n%s", want, log)
+	}
+	mustf(t, !strings.Contains(log, "[chunked] step"), "the run logged diffusion steps:\n%s", log)
 
 	// Every artifact, parsed by gemmi (structures) and Python's json (metrics).
 	dir := t.TempDir()
