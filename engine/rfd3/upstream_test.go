@@ -95,36 +95,53 @@ func TestUpstreamDoctorFindsTheCheckpointRfd3Loads(t *testing.T) {
 		{"a checkpoint of another name", []string{"c/rfd3_foundry_2025_12_01_remapped.ckpt"},
 			map[string]string{"FOUNDRY_CHECKPOINT_DIRS": "c"}, ""},
 	}
-	for _, tt := range tests {
+	env, _ := upstream(t)
+	// Every layout in a home of its own, all asked of foundry at once.
+	homes := make([]string, len(tests))
+	envs := make([]map[string]string, len(tests))
+	for i, tt := range tests {
+		homes[i] = t.TempDir()
+		for _, f := range tt.files {
+			p := filepath.Join(homes[i], f)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte("placeholder"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		envs[i] = map[string]string{"HOME": homes[i], "FOUNDRY_CHECKPOINT_DIRS": "", "FOUNDRY_CHECKPOINTS_DIR": ""}
+		for k, v := range tt.envs {
+			var dirs []string
+			for _, d := range strings.Split(v, ":") {
+				dirs = append(dirs, filepath.Join(homes[i], d))
+			}
+			envs[i][k] = strings.Join(dirs, ":")
+		}
+	}
+	b, err := json.Marshal(envs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var loads []string
+	upstreamScript(t, env, &loads, "checkpoint", string(b))
+	if len(loads) != len(tests) {
+		t.Fatalf("%d answers for %d layouts", len(loads), len(tests))
+	}
+	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			env, home := upstream(t)
-			for _, f := range tt.files {
-				p := filepath.Join(home, f)
-				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(p, []byte("placeholder"), 0o644); err != nil {
-					t.Fatal(err)
-				}
+			for k, v := range envs[i] {
+				t.Setenv(k, v)
 			}
-			for k, v := range tt.envs {
-				var dirs []string
-				for _, d := range strings.Split(v, ":") {
-					dirs = append(dirs, filepath.Join(home, d))
-				}
-				t.Setenv(k, strings.Join(dirs, ":"))
-			}
-			var rfd3Path string
-			upstreamScript(t, env, &rfd3Path, "checkpoint")
-			_, err := os.Stat(rfd3Path)
+			_, err := os.Stat(loads[i])
 			rfd3Finds := err == nil
 			w := New().Diagnose(context.Background(), engine.Tools{"rfd3": env.Bin("rfd3")}).Weights[0]
 			doctorFinds := w.State == engine.WeightsPresent
-			if rfd3Finds != doctorFinds || (rfd3Finds && w.Path != rfd3Path) {
-				t.Errorf("rfd3 loads %s (exists: %v); doctor says %s at %s", rfd3Path, rfd3Finds, w.State, w.Path)
+			if rfd3Finds != doctorFinds || (rfd3Finds && w.Path != loads[i]) {
+				t.Errorf("rfd3 loads %s (exists: %v); doctor says %s at %s", loads[i], rfd3Finds, w.State, w.Path)
 			}
-			if want := filepath.Join(home, tt.wantAt, checkpointFile); (tt.wantAt == "") == rfd3Finds || (rfd3Finds && rfd3Path != want) {
-				t.Errorf("rfd3 loads %s (exists: %v); the test expected %q", rfd3Path, rfd3Finds, tt.wantAt)
+			if want := filepath.Join(homes[i], tt.wantAt, checkpointFile); (tt.wantAt == "") == rfd3Finds || (rfd3Finds && loads[i] != want) {
+				t.Errorf("rfd3 loads %s (exists: %v); the test expected %q", loads[i], rfd3Finds, tt.wantAt)
 			}
 		})
 	}

@@ -7,8 +7,11 @@ tier environment's Python; each subcommand prints one JSON document on stdout).
                                   build every specification as the run would
                                   (DesignInputSpecification.to_pipeline_input); per folder
                                   {"dir", "examples", "error"}
-    upstream.py checkpoint        where rfd3 looks for its default checkpoint "rfd3"
-                                  (REGISTERED_CHECKPOINTS["rfd3"].get_default_path())
+    upstream.py checkpoint JSON   where rfd3 looks for its default checkpoint "rfd3"
+                                  (REGISTERED_CHECKPOINTS["rfd3"].get_default_path()) in
+                                  each environment of the JSON list (objects of HOME,
+                                  FOUNDRY_CHECKPOINT_DIRS, FOUNDRY_CHECKPOINTS_DIR); a
+                                  list of paths
     upstream.py keys              every key of `rfd3 design`'s composed config with the
                                   type of its default: {"key": "int" | "float" | ...}
     upstream.py make-checkpoint OUT
@@ -50,10 +53,20 @@ def validate(dirs):
     return out
 
 
-def checkpoint():
-    from foundry.inference_engines.checkpoint_registry import REGISTERED_CHECKPOINTS
+def checkpoint(envs):
+    import importlib
 
-    return str(REGISTERED_CHECKPOINTS["rfd3"].get_default_path())
+    from foundry.inference_engines import checkpoint_registry
+
+    paths = []
+    for env in envs:
+        # The registry reads the folders' variables when asked (checkpoint_registry.py:32-36)
+        # and HOME when imported (:10): imported anew in each environment, it is as in a
+        # process of its own, without importing torch again for each.
+        os.environ.update(env)
+        registry = importlib.reload(checkpoint_registry)
+        paths.append(str(registry.REGISTERED_CHECKPOINTS["rfd3"].get_default_path()))
+    return paths
 
 
 def keys():
@@ -123,7 +136,7 @@ def main(argv):
     if cmd == "validate":
         result = validate(args)
     elif cmd == "checkpoint":
-        result = checkpoint()
+        result = checkpoint(json.loads(args[0]))
     elif cmd == "keys":
         result = keys()
     elif cmd == "make-checkpoint":
