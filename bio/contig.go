@@ -35,7 +35,8 @@ const maxContigNumber = 1_000_000
 //	A10-50   residues 10 to 50 of chain A of the input structure, kept fixed (start ≤ end);
 //	         RFdiffusion3's docs also spell it A10-A50
 //	A203     residue 203 of chain A alone
-//	60-80    a designed protein segment whose length is drawn from 60..80 (min ≤ max, min ≥ 1)
+//	60-80    a designed protein segment whose length is drawn from 60..80 (min ≤ max, max ≥ 1;
+//	         0-40 may leave it out)
 //	70       a designed protein segment of exactly 70 residues
 //	12D 8-10R  a designed DNA or RNA segment
 //	/0       a chain break
@@ -89,11 +90,13 @@ func parseSegment(s string) (Segment, error) {
 			return Segment{}, fmt.Errorf("expected a chain range such as A10-50, a residue such as A203, a length range such as 60-80, " +
 				"a length such as 70 (12D or 12R for DNA or RNA), or /0")
 		}
-		if lo < 1 {
-			return Segment{}, fmt.Errorf("a designed length must be at least 1")
-		}
 		if lo > hi {
 			return Segment{}, fmt.Errorf("minimum length %d is above maximum %d", lo, hi)
+		}
+		// A designed segment may be left out (0-40, as rfd3's own examples and
+		// foundry.utils.components read it), but one of at most 0 residues designs nothing.
+		if hi < 1 {
+			return Segment{}, fmt.Errorf("a designed length must allow at least 1 residue")
 		}
 		return Segment{Min: lo, Max: hi, Kind: kind}, nil
 	}

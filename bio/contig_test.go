@@ -28,6 +28,8 @@ func TestParseContig(t *testing.T) {
 		{"the end repeating the chain, as rfd3's docs write B3-B45", "B3-B45", Contig{{Chain: "B", Min: 3, Max: 45}}, 43},
 		{"designed DNA and RNA segments", "12D,/0,8-10R",
 			Contig{{Min: 12, Max: 12, Kind: DNA}, {Break: true}, {Min: 8, Max: 10, Kind: RNA}}, 22},
+		{"a designed segment that may be left out, as rfd3's examples write 0-40", "0-40,A1-10",
+			Contig{{Min: 0, Max: 40, Kind: Protein}, {Chain: "A", Min: 1, Max: 10}}, 50},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -56,8 +58,8 @@ func TestParseContigErrors(t *testing.T) {
 		{"trailing comma", "20,", `segment 2 "": is empty`},
 		{"chain range backwards", "A50-10", `segment 1 "A50-10": start 50 is after end 10`},
 		{"length range backwards", "A1-5,80-60", `segment 2 "80-60": minimum length 80 is above maximum 60`},
-		{"zero length", "0", "at least 1"},
-		{"zero-length range", "0-5", "at least 1"},
+		{"zero length", "0", "at least 1 residue"},
+		{"zero-length range", "0-0", "at least 1 residue"},
 		{"range ending on another chain", "A10-B20", "<chain><start>-<end>"},
 		{"unknown suffix", "12P", "expected a chain range"},
 		{"suffix on a kept range", "A1-10D", "<chain><start>-<end>"},

@@ -32,6 +32,9 @@ type Pin struct {
 	IgnoreRequiresPython bool   `json:"ignore_requires_python"`
 	// Why says why this release and not another.
 	Why string `json:"why"`
+	// Constraints are releases of the tool's dependencies installed with it, on a worker as
+	// in the tier, where the newest one the package allows does not run (Why says why).
+	Constraints []string `json:"constraints"`
 	// TierPackages are installed beside the tool in the test tier's environment only, to
 	// build test inputs (for example biotite for CCD data); a worker never needs them.
 	TierPackages []string `json:"tier_packages"`

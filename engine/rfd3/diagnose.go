@@ -7,34 +7,47 @@ import (
 	"strings"
 
 	"github.com/chaperone-bio/chaperone/engine"
+	"github.com/chaperone-bio/chaperone/engine/pins"
 	"github.com/chaperone-bio/chaperone/engine/toolkit"
 )
 
-// testedVersion is the rc-foundry release whose source the engine was written against
-// (research brief §7).
-const testedVersion = "0.2"
-
 var _ engine.Diagnoser = (*Engine)(nil)
 
-// Diagnose reports the rfd3 command, its version, and RFdiffusion3's checkpoint, which
-// `foundry install rfd3` puts in ~/.foundry/checkpoints or a folder of
-// $FOUNDRY_CHECKPOINT_DIRS (colon-separated), where rfd3 looks for it.
-func (e *Engine) Diagnose(ctx context.Context, tools engine.Tools) engine.Diagnosis {
-	d := e.tool.Diagnose(ctx, tools, "rc-foundry", testedVersion)
-	dirs := []string{filepath.Join(toolkit.Home(), ".foundry", "checkpoints")}
-	for _, dir := range strings.Split(os.Getenv("FOUNDRY_CHECKPOINT_DIRS"), ":") {
-		if dir != "" {
+// checkpointFile is the file rfd3 loads for its default checkpoint "rfd3" (the engine
+// passes no ckpt_path): foundry/inference_engines/checkpoint_registry.py:86-89 at 0.2.0.
+// rfd3na_1190.ckpt, beside it after `foundry install base-models`, is another model's.
+const checkpointFile = "rfd3_latest.ckpt"
+
+// checkpointDirs are the folders rfd3 searches for checkpointFile, in its order
+// (checkpoint_registry.py:25-41): those of $FOUNDRY_CHECKPOINT_DIRS (colon-separated), or
+// when that is empty of the older $FOUNDRY_CHECKPOINTS_DIR, then ~/.foundry/checkpoints.
+func checkpointDirs() []string {
+	env := os.Getenv("FOUNDRY_CHECKPOINT_DIRS")
+	if env == "" {
+		env = os.Getenv("FOUNDRY_CHECKPOINTS_DIR")
+	}
+	var dirs []string
+	for _, dir := range strings.Split(env, ":") {
+		if dir = strings.TrimSpace(dir); dir != "" {
 			dirs = append(dirs, dir)
 		}
 	}
-	// foundry's registry names the file; installs seen in the wild call it rfd3_latest.ckpt,
-	// so any rfd3*.ckpt in those folders counts.
-	w := engine.Weights{Models: e.Models(), Name: "rfd3*.ckpt (the RFdiffusion3 checkpoint)", Path: strings.Join(dirs, ":"),
+	return append(dirs, filepath.Join(toolkit.Home(), ".foundry", "checkpoints"))
+}
+
+// Diagnose reports the rfd3 command, its version, and RFdiffusion3's checkpoint where
+// rfd3 itself would find it: the first of checkpointDirs that holds checkpointFile.
+func (e *Engine) Diagnose(ctx context.Context, tools engine.Tools) engine.Diagnosis {
+	pin := pins.For(e.tool.Name)
+	d := e.tool.Diagnose(ctx, tools, pin.Package, pin.Version)
+	dirs := checkpointDirs()
+	w := engine.Weights{Models: e.Models(), Name: checkpointFile + " (the RFdiffusion3 checkpoint)", Path: strings.Join(dirs, ":"),
 		State: engine.WeightsMissing,
 		Fetch: "foundry install rfd3 --checkpoint-dir DIR, then FOUNDRY_CHECKPOINT_DIRS=DIR in the worker's environment"}
 	for _, dir := range dirs {
-		if found, _ := filepath.Glob(filepath.Join(dir, "rfd3*.ckpt")); len(found) > 0 {
-			w.Path, w.State = found[0], engine.WeightsPresent
+		p := filepath.Join(dir, checkpointFile)
+		if _, err := os.Stat(p); err == nil {
+			w.Path, w.State = p, engine.WeightsPresent
 			break
 		}
 	}

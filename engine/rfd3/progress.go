@@ -2,18 +2,17 @@ package rfd3
 
 import (
 	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/chaperone-bio/chaperone/job"
 )
 
-// What RFdiffusion3 logs (rfd3/engine.py, model/inference_sampler.py): a line per design
-// written, each diffusion step of a batch in low-memory mode, and the last lines of a
-// Python traceback when it stops.
+// What RFdiffusion3 logs that the engine reads (rfd3/engine.py:136): a line per design
+// written, after its batch; and the last line of a Python traceback when it stops. It logs
+// nothing per diffusion step outside low-memory mode (model/inference_sampler.py:256,488),
+// which the engine does not use, so progress moves a batch at a time.
 var (
 	written   = regexp.MustCompile(`Outputs for \S+ written to `)
-	step      = regexp.MustCompile(`\[chunked\] step (\d+):`)
 	errorLine = regexp.MustCompile(`^[A-Za-z_.]*(Error|Exception)\b:?`)
 )
 
@@ -22,16 +21,14 @@ var (
 type monitor struct {
 	report    func(job.Progress)
 	total     int
-	batch     int // designs per batch
-	steps     int // diffusion steps per batch
 	done      int
 	stage     string
 	fraction  float64
 	lastError string
 }
 
-func newMonitor(report func(job.Progress), total, batch, steps int) *monitor {
-	m := &monitor{report: report, total: total, batch: batch, steps: max(steps, 1)}
+func newMonitor(report func(job.Progress), total int) *monitor {
+	m := &monitor{report: report, total: total}
 	m.set(job.StageDesigning)
 	return m
 }
@@ -42,11 +39,6 @@ func (m *monitor) line(line string) {
 	case written.MatchString(t):
 		m.done = min(m.done+1, m.total)
 		m.fraction = float64(m.done) / float64(m.total)
-		m.set(job.StageDesigning)
-	case step.MatchString(t):
-		n, _ := strconv.Atoi(step.FindStringSubmatch(t)[1])
-		within := float64(m.batch) * min(float64(n)/float64(m.steps), 1)
-		m.fraction = max(m.fraction, min((float64(m.done)+within)/float64(m.total), 1))
 		m.set(job.StageDesigning)
 	case errorLine.MatchString(t):
 		m.lastError = t

@@ -134,15 +134,18 @@ func (d *design) WriteInputs() error {
 	return os.WriteFile(d.specPath(), append(b, '\n'), 0o644)
 }
 
-// Command is rfd3 design with the overrides that make the run exact and reproducible.
+// Command is rfd3 design with the overrides that make the run exact and reproducible. The
+// spec and the output folder are named relative to the work folder, where the command runs:
+// Hydra's override grammar misreads a path with ",", "=" or brackets (a comma makes it a
+// sweep), and rfd3 splits inputs at commas itself (rfd3/engine.py:442,486).
 func (d *design) Command() engine.Command {
-	args := []string{"design", "inputs=" + d.specPath(), "out_dir=" + d.outDir(),
+	args := []string{"design", "inputs=" + filepath.Base(d.specPath()), "out_dir=" + filepath.Base(d.outDir()),
 		"diffusion_batch_size=" + strconv.Itoa(d.batch), "n_batches=" + strconv.Itoa(d.batches),
 		"inference_sampler.num_timesteps=" + strconv.Itoa(d.params.NumTimesteps), "seed=" + strconv.Itoa(d.params.Seed),
 		"skip_existing=False"}
 	fmt.Fprintf(d.log, "[chaperone] rfd3 design: %s, contig %s, %d designs (%d batches of %d), %d steps, seed %d\n",
 		d.protocol, d.contig, d.params.NumDesigns, d.batches, d.batch, d.params.NumTimesteps, d.params.Seed)
-	d.mon = newMonitor(d.report, d.params.NumDesigns, d.batch, d.params.NumTimesteps)
+	d.mon = newMonitor(d.report, d.params.NumDesigns)
 	return engine.Command{Args: args, OnLine: d.mon.line}
 }
 
@@ -199,27 +202,42 @@ func (d *design) missing(exit error, written int, err error) error {
 	return fmt.Errorf("%s: %v", what, err)
 }
 
+// designedChain is an output chain that holds designed residues; it may be absent from a
+// design when every segment on it is designed and may be left out (0-40).
+type designedChain struct {
+	id         string
+	mayBeEmpty bool
+}
+
 // designedChains are the output chains that hold designed residues: RFdiffusion3 names
 // the chains of its output A, B, … in contig order, a new one after every /0.
-func designedChains(c bio.Contig) []string {
-	var chains []string
-	chain := 'A'
+func designedChains(c bio.Contig) []designedChain {
+	var chains []designedChain
+	chain, designed, mayBeEmpty := 'A', false, true
+	end := func() {
+		if designed {
+			chains = append(chains, designedChain{id: string(chain), mayBeEmpty: mayBeEmpty})
+		}
+		chain, designed, mayBeEmpty = chain+1, false, true
+	}
 	for _, s := range c {
 		switch {
 		case s.Break:
-			chain++
+			end()
 		case s.Chain == "":
-			if id := string(chain); len(chains) == 0 || chains[len(chains)-1] != id {
-				chains = append(chains, id)
-			}
+			designed = true
+			mayBeEmpty = mayBeEmpty && s.Min == 0
+		default:
+			mayBeEmpty = false
 		}
 	}
+	end()
 	return chains
 }
 
 // sequence reads the sequence of the designed chains from a design's structure, joined by
 // "/" when there are several.
-func sequence(cif string, chains []string) (string, error) {
+func sequence(cif string, chains []designedChain) (string, error) {
 	b, err := os.ReadFile(cif)
 	if err != nil {
 		return "", err
@@ -229,12 +247,16 @@ func sequence(cif string, chains []string) (string, error) {
 		return "", err
 	}
 	var seqs []string
-	for _, id := range chains {
-		c, ok := s.Chain(id)
-		if !ok {
-			return "", fmt.Errorf("the design has no chain %s, which the contig designs; its chains are %s", id, s.Describe())
+	for _, dc := range chains {
+		c, ok := s.Chain(dc.id)
+		switch {
+		case ok:
+			seqs = append(seqs, c.Sequence())
+		case dc.mayBeEmpty:
+			seqs = append(seqs, "")
+		default:
+			return "", fmt.Errorf("the design has no chain %s, which the contig designs; its chains are %s", dc.id, s.Describe())
 		}
-		seqs = append(seqs, c.Sequence())
 	}
 	return strings.Join(seqs, "/"), nil
 }

@@ -91,8 +91,7 @@ func TestCommandLineAndSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec := filepath.Join(r.WorkDir, "spec.json")
-	want := fmt.Sprintf("design inputs=%s out_dir=%s diffusion_batch_size=5 n_batches=2 inference_sampler.num_timesteps=50 seed=7 skip_existing=False",
-		spec, filepath.Join(r.WorkDir, "out"))
+	want := "design inputs=spec.json out_dir=out diffusion_batch_size=5 n_batches=2 inference_sampler.num_timesteps=50 seed=7 skip_existing=False"
 	if got := strings.TrimSpace(string(argv)); got != want {
 		t.Errorf("command line\n%s\nwant\n%s", got, want)
 	}
@@ -204,9 +203,10 @@ func TestTheStandInTakesOnlyHydrasKeys(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"design", "inputs=x.json", "out_dir=o", "num_designs=4"}, "Could not override 'num_designs'.\nTo append to your config use +num_designs=4\nKey 'num_designs' is not in struct"},
-		{[]string{"design", "inputs=x.json", "out_dir=o", "diffusion_batch_size=many"}, "Value 'many' of type 'str' could not be converted to Integer"},
-		{[]string{"design", "inputs=x.json", "--out_dir", "o"}, "Error parsing override '--out_dir'"},
+		{[]string{"design", "inputs=x.json", "out_dir=o", "num_designs=4"}, "Could not override 'num_designs'.\nTo append to your config use +num_designs=4"},
+		{[]string{"design", "inputs=x.json", "--out_dir", "o"}, "OverrideParseException: LexerNoViableAltException: --out_dir"},
+		{[]string{"design", "inputs=/w/a,b/spec.json", "out_dir=o"}, "Ambiguous value for argument"},
+		{[]string{"design", "inputs=/w/a=b/spec.json", "out_dir=o"}, "mismatched input '=' expecting <EOF>"},
 		{[]string{"design", "inputs=x.json"}, "MissingMandatoryValue: Missing mandatory value: out_dir"},
 	}
 	for _, tt := range tests {
@@ -217,23 +217,32 @@ func TestTheStandInTakesOnlyHydrasKeys(t *testing.T) {
 	}
 }
 
-func TestProgressMovesWithTheDesignsAndStepsOfABatch(t *testing.T) {
+func TestProgressMovesWithTheDesignsWritten(t *testing.T) {
 	t.Parallel()
 	var got []float64
-	m := newMonitor(func(p job.Progress) { got = append(got, *p.Fraction) }, 4, 2, 10)
+	m := newMonitor(func(p job.Progress) { got = append(got, *p.Fraction) }, 4)
 	for _, line := range []string{
-		"[chunked] step 5: 12.0 ms",
-		"[INFO] Outputs for spec_design_0_model_0 written to out/spec_design_0_model_0.",
-		"[INFO] Outputs for spec_design_0_model_1 written to out/spec_design_0_model_1.",
-		"[chunked] step 10: 12.0 ms",
+		"01:49:42 INFO rfd3.engine: [rank: 0] Finished inference batch in 22.84 seconds.",
+		"01:49:42 INFO rfd3.engine: [rank: 0] Outputs for spec_design_0_model_0 written to /w/out/spec_design_0_model_0.",
+		"01:49:42 INFO rfd3.engine: [rank: 0] Outputs for spec_design_0_model_1 written to /w/out/spec_design_0_model_1.",
 		"torch.OutOfMemoryError: CUDA out of memory.",
 	} {
 		m.line(line)
 	}
-	if want := []float64{0, 0.25, 0.25, 0.5, 1}; !reflect.DeepEqual(got, want) {
+	if want := []float64{0, 0.25, 0.5}; !reflect.DeepEqual(got, want) {
 		t.Errorf("fractions %v, want %v", got, want)
 	}
 	if m.failure() != "torch.OutOfMemoryError: CUDA out of memory." {
 		t.Errorf("failure %q", m.failure())
+	}
+}
+
+// TestAWorkFolderWithCommasEqualsAndSpacesRuns: the stand-in reads overrides as Hydra's
+// grammar does, which a path with "," or "=" breaks.
+func TestAWorkFolderWithCommasEqualsAndSpacesRuns(t *testing.T) {
+	t.Parallel()
+	r := runIn(t, filepath.Join(t.TempDir(), "job a,b=c d"), newJob(t, "rfd3-binder", targetPDB(""), "20-30,/0,A1-12", `{"num_designs": 2}`), standIn)
+	if r.Err != nil || len(r.Out.Designs) != 2 {
+		t.Fatalf("run: %v\n%s", r.Err, r.Log.String())
 	}
 }

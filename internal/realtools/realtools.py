@@ -122,9 +122,10 @@ def install(pins, pin):
         wants = re.search(r">=\s*([0-9.]+)", pin["requires_python"]).group(1)
         run([tool, "pip", "install", "-q", "-p", python, "--no-deps", "--python-version", wants,
              f"{pin['package']}=={pin['version']}"], env=env)
-        run([tool, "pip", "install", "-q", "-p", python, torch, *declared_requirements(python, pin)], env=env)
+        run([tool, "pip", "install", "-q", "-p", python, torch, *declared_requirements(python, pin),
+             *pin.get("constraints", [])], env=env)
     else:
-        run([tool, "pip", "install", "-q", "-p", python, requirement(pin), torch], env=env)
+        run([tool, "pip", "install", "-q", "-p", python, requirement(pin), torch, *pin.get("constraints", [])], env=env)
     if pin.get("tier_packages"):
         # Test-only packages, for building the tier's inputs; never part of the guide.
         run([tool, "pip", "install", "-q", "-p", python, torch, *pin["tier_packages"]], env=env)

@@ -24,29 +24,30 @@ import (
 
 func main() { os.Exit(run(os.Args[1:])) }
 
-// keys are the keys of RFdiffusion3's inference config and their types: int, float, bool,
-// str, any (also null), or mandatory (str, ???). specification is a dict open to any key.
-var keys = map[string]string{
-	"ckpt_path": "str", "num_nodes": "int", "devices_per_node": "int", "verbose": "bool", "seed": "int?",
-	"inputs": "mandatory", "out_dir": "mandatory", "json_keys_subset": "any", "skip_existing": "bool",
-	"diffusion_batch_size": "int", "n_batches": "int", "cleanup_guideposts": "bool", "cleanup_virtual_atoms": "bool",
-	"read_sequence_from_sequence_head": "bool", "output_full_json": "bool", "global_prefix": "any",
-	"dump_prediction_metadata_json": "bool", "dump_trajectories": "bool", "align_trajectory_structures": "bool",
-	"prevalidate_inputs": "bool", "low_memory_mode": "bool", "inference_engine": "str",
-	"inference_sampler.kind": "str", "inference_sampler.cfg_features": "any",
-	"inference_sampler.use_classifier_free_guidance": "bool", "inference_sampler.cfg_t_max": "any",
-	"inference_sampler.cfg_scale": "float", "inference_sampler.center_option": "str", "inference_sampler.s_trans": "float",
-	"inference_sampler.inference_noise_scaling_factor": "float", "inference_sampler.allow_realignment": "bool",
-	"inference_sampler.n_recycle": "any", "inference_sampler.num_timesteps": "int", "inference_sampler.step_scale": "float",
-	"inference_sampler.noise_scale": "float", "inference_sampler.p": "float", "inference_sampler.gamma_0": "float",
-	"inference_sampler.gamma_min": "float", "inference_sampler.s_jitter_origin": "float",
+// keys are the keys of RFdiffusion3's inference config as rfd3/cli.py composes it
+// (configs/inference.yaml, inference_engine/{base,rfdiffusion3}.yaml); specification is a
+// dict open to any key. The config is plain YAML with no schema, so Hydra takes any value
+// for a key that exists ("many" for diffusion_batch_size); only Python fails on it later.
+var keys = map[string]bool{}
+
+func init() {
+	for _, k := range strings.Fields(`ckpt_path num_nodes devices_per_node verbose seed inputs out_dir
+		_target_ json_keys_subset skip_existing diffusion_batch_size n_batches cleanup_guideposts
+		cleanup_virtual_atoms read_sequence_from_sequence_head output_full_json global_prefix
+		dump_prediction_metadata_json dump_trajectories align_trajectory_structures prevalidate_inputs
+		low_memory_mode inference_engine inference_sampler.kind inference_sampler.cfg_features
+		inference_sampler.use_classifier_free_guidance inference_sampler.cfg_t_max inference_sampler.cfg_scale
+		inference_sampler.center_option inference_sampler.s_trans inference_sampler.inference_noise_scaling_factor
+		inference_sampler.allow_realignment inference_sampler.n_recycle inference_sampler.num_timesteps
+		inference_sampler.step_scale inference_sampler.noise_scale inference_sampler.p inference_sampler.gamma_0
+		inference_sampler.gamma_min inference_sampler.s_jitter_origin`) {
+		keys[k] = true
+	}
 }
 
 var defaults = map[string]string{
 	"diffusion_batch_size": "8", "n_batches": "1", "inference_sampler.num_timesteps": "200", "seed": "null", "skip_existing": "True",
 }
-
-const hydraHint = "\n\nSet the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.\n"
 
 func run(args []string) int {
 	standin.ServeSleeper(args)
@@ -57,7 +58,7 @@ func run(args []string) int {
 	args = args[1:]
 	for _, a := range args {
 		if a == "--help" {
-			fmt.Print("Usage: rfd3 design [OPTIONS]\n\n  Run design using hydra config overrides and input files.\n\nOptions:\n  --help  Show this message and exit.\n")
+			fmt.Print("Usage: rfd3 [OPTIONS]\n\n  Run design using hydra config overrides and input files.\n\nOptions:\n  --help  Show this message and exit.\n")
 			return 0
 		}
 	}
@@ -67,24 +68,25 @@ func run(args []string) int {
 	}
 	for _, a := range args {
 		key, value, ok := strings.Cut(a, "=")
-		if !ok {
-			fmt.Fprintf(os.Stderr, "Error parsing override '%s'\nmissing EQUAL at '<EOF>'\nSee https://hydra.cc/docs/1.2/advanced/override_grammar/basic for details%s", a, hydraHint)
+		switch {
+		case !ok:
+			fmt.Fprintf(os.Stderr, "OverrideParseException: LexerNoViableAltException: %s\n%s^\n%s", a, strings.Repeat(" ", 27), hydraGrammar)
+			return 1
+		case strings.Contains(value, "="):
+			fmt.Fprintf(os.Stderr, "OverrideParseException: mismatched input '=' expecting <EOF>\n%s", hydraGrammar)
+			return 1
+		case strings.Contains(value, ",") && !quoted(value):
+			fmt.Fprintf(os.Stderr, "ConfigCompositionException: Ambiguous value for argument \n'%s'\n1. To use it as a list, use key=[value1,value2]\n"+
+				"2. To use it as string, quote the value: key='value1,value2'\n3. To sweep over it, add --multirun to your command line\n", a)
 			return 1
 		}
 		add := strings.HasPrefix(key, "+")
 		key = strings.TrimLeft(key, "+")
-		typ, known := keys[key]
-		if !known && !add && !strings.HasPrefix(key, "specification.") {
-			fmt.Fprintf(os.Stderr, "Could not override '%s'.\nTo append to your config use +%s=%s\nKey '%s' is not in struct\n    full_key: %s\n    object_type=dict%s",
-				key, key, value, key, key, hydraHint)
+		if !keys[key] && !add && !strings.HasPrefix(key, "specification.") {
+			fmt.Fprintf(os.Stderr, "ConfigCompositionException: Could not override '%s'.\nTo append to your config use +%s=%s\n", key, key, value)
 			return 1
 		}
-		if err := check(typ, value); err != "" {
-			fmt.Fprintf(os.Stderr, "Error merging override %s\nValue '%s' of type 'str' could not be converted to %s\n    full_key: %s\n    object_type=dict%s",
-				a, value, err, key, hydraHint)
-			return 1
-		}
-		cfg[key] = value
+		cfg[key] = strings.Trim(value, "'")
 	}
 	for _, k := range []string{"inputs", "out_dir"} {
 		if cfg[k] == "" {
@@ -94,30 +96,9 @@ func run(args []string) int {
 	return design(cfg)
 }
 
-// check is the name of the type a value cannot be converted to, or "".
-func check(typ, v string) string {
-	switch typ {
-	case "int":
-		if _, err := strconv.Atoi(v); err != nil {
-			return "Integer"
-		}
-	case "int?":
-		if _, err := strconv.Atoi(v); err != nil && v != "null" {
-			return "Integer"
-		}
-	case "float":
-		if _, err := strconv.ParseFloat(v, 64); err != nil {
-			return "Float"
-		}
-	case "bool":
-		switch strings.ToLower(v) {
-		case "true", "false", "yes", "no", "on", "off", "1", "0":
-		default:
-			return "Boolean"
-		}
-	}
-	return ""
-}
+const hydraGrammar = "See https://hydra.cc/docs/1.2/advanced/override_grammar/basic for details\n"
+
+func quoted(v string) bool { return len(v) >= 2 && v[0] == '\'' && v[len(v)-1] == '\'' }
 
 func traceback(last string) int {
 	fmt.Fprintf(os.Stderr, "Traceback (most recent call last):\n  File \"/usr/lib/python3/site-packages/rfd3/run_inference.py\", line 1, in run_inference\n%s\n", last)
@@ -193,7 +174,8 @@ func design(cfg map[string]string) int {
 			if behaviour == "invalid" {
 				return traceback("foundry.utils.components.ComponentValidationError: Residue A999 not found in atom array.")
 			}
-			start := time.Now()
+			// rfd3 logs the batch's end before it writes the batch's designs (engine.py:334,269).
+			fmt.Fprintf(os.Stderr, "[INFO] Finished inference batch in %.2f seconds.\n", 0.0)
 			for m := range size {
 				example := fmt.Sprintf("%s_%s_%d_model_%d", stem, key, batch, m)
 				base := filepath.Join(cfg["out_dir"], example)
@@ -222,7 +204,6 @@ func design(cfg map[string]string) int {
 				}
 				fmt.Fprintf(os.Stderr, "[INFO] Outputs for %s written to %s.\n", example, base)
 			}
-			fmt.Fprintf(os.Stderr, "[INFO] Finished inference batch in %.2f seconds.\n", time.Since(start).Seconds())
 		}
 	}
 	return 0
