@@ -246,3 +246,26 @@ func TestAWorkFolderWithCommasEqualsAndSpacesRuns(t *testing.T) {
 		t.Fatalf("run: %v\n%s", r.Err, r.Log.String())
 	}
 }
+
+func TestDesignedChainsMayBeEmptyOnlyWhenEverySegmentMayBeLeftOut(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		contig string
+		want   []designedChain
+	}{
+		{"20-40,/0,A1-10", []designedChain{{id: "A"}}},
+		{"0-40,/0,A1-10", []designedChain{{id: "A", mayBeEmpty: true}}},
+		{"0-10,A1-10,0-5", []designedChain{{id: "A"}}},
+		{"B1-10,/0,0-5,0-5,/0,12", []designedChain{{id: "B", mayBeEmpty: true}, {id: "C"}}},
+		{"A1-10,/0,B1-5", nil},
+	}
+	for _, tt := range tests {
+		c, err := bio.ParseContig(tt.contig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := designedChains(c); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("designedChains(%s) = %+v, want %+v", tt.contig, got, tt.want)
+		}
+	}
+}
