@@ -114,8 +114,9 @@ func TestUpstreamRFD3AcceptsTheDesignTestsInputs(t *testing.T) {
 }
 
 // TestUpstreamRFD3DesignsThroughTheServer runs a design job through the server over HTTP on
-// the real rfd3 with a small checkpoint of random weights where foundry looks for it, reads
-// every artifact with gemmi, and checks the stand-in serves the same layout.
+// the real rfd3 with a small checkpoint of random weights where foundry looks for it, in a
+// data folder whose name has ",", "=" and spaces, reads every artifact with gemmi, and
+// checks the stand-in serves the same layout.
 func TestUpstreamRFD3DesignsThroughTheServer(t *testing.T) {
 	env, home := rfd3Upstream(t)
 	python := testpython.Require(t, "gemmi")
@@ -130,8 +131,11 @@ func TestUpstreamRFD3DesignsThroughTheServer(t *testing.T) {
 
 	request := map[string]any{"protocol": "rfd3-binder", "structure": designTarget(""), "contig": "20-30,/0,A1-30",
 		"params": map[string]any{"num_designs": 2, "num_timesteps": 4, "seed": 5}}
+	// The work folders are under the data folder, whose name Hydra's override grammar would
+	// misread (a comma makes a sweep, "=" does not parse) if the engine named paths in it.
 	real := startServer(t, func(c *app.Config) {
 		c.Engines, c.Tools = []engine.Engine{rfd3.New()}, engine.Tools{"rfd3": env.Bin("rfd3")}
+		c.DataDir = filepath.Join(t.TempDir(), "data a,b=c d")
 	})
 	started := time.Now()
 	id := real.create("/v1/designs", request)

@@ -1,6 +1,7 @@
 package rfd3
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -245,4 +246,105 @@ func TestAWorkFolderWithCommasEqualsAndSpacesRuns(t *testing.T) {
 	if r.Err != nil || len(r.Out.Designs) != 2 {
 		t.Fatalf("run: %v\n%s", r.Err, r.Log.String())
 	}
+}
+
+func TestDesignedChainsMayBeEmptyOnlyWhenEverySegmentMayBeLeftOut(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		contig string
+		want   []designedChain
+	}{
+		{"20-40,/0,A1-10", []designedChain{{id: "A"}}},
+		{"0-40,/0,A1-10", []designedChain{{id: "A", mayBeEmpty: true}}},
+		{"0-10,A1-10,0-5", []designedChain{{id: "A"}}},
+		{"B1-10,/0,0-5,0-5,/0,12", []designedChain{{id: "B", mayBeEmpty: true}, {id: "C"}}},
+		{"A1-10,/0,B1-5", nil},
+	}
+	for _, tt := range tests {
+		c, err := bio.ParseContig(tt.contig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := designedChains(c); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("designedChains(%s) = %+v, want %+v", tt.contig, got, tt.want)
+		}
+	}
+}
+
+// runIn runs j with the rfd3 command at tool, as enginerun.Run does but in work.
+func runIn(t *testing.T, work string, j *job.Job, tool string) *enginerun.Result {
+	t.Helper()
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := &enginerun.Result{WorkDir: work}
+	r.Out, r.Err = New().Run(context.Background(), &engine.Run{
+		Job: j, WorkDir: work, Tools: engine.Tools{"rfd3": tool}, Log: &r.Log, Report: r.Report, Exec: r.Exec(work),
+	})
+	return r
+}
+
+// TestUpstreamTheStandInTakesWhatRfd3Takes holds the stand-in to rfd3's command line: it
+// takes every key of rfd3's composed config, and refuses what rfd3's Hydra refuses with
+// rfd3's words.
+func TestUpstreamTheStandInTakesWhatRfd3Takes(t *testing.T) {
+	env, home := upstream(t)
+	var keys map[string]string
+	upstreamScript(t, env, &keys, "keys")
+	if len(keys) < 20 || keys["inputs"] != "mandatory" || keys["inference_sampler.num_timesteps"] != "int" {
+		t.Fatalf("rfd3's config keys %v", keys)
+	}
+	missing := filepath.Join(home, "missing.json")
+	for key := range keys {
+		if key == "specification" {
+			continue
+		}
+		out, _ := exec.Command(standIn, "design", "inputs="+missing, "out_dir=o", key+"=1").CombinedOutput()
+		if !strings.Contains(string(out), "No such file or directory") {
+			t.Errorf("the stand-in refuses rfd3's key %s:\n%s", key, out)
+		}
+	}
+
+	help, err := exec.Command(env.Bin("rfd3"), "design", "--help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("rfd3 design --help: %v\n%s", err, help)
+	}
+	standInHelp, err := exec.Command(standIn, "design", "--help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("stand-in --help: %v\n%s", err, standInHelp)
+	}
+	for _, want := range []string{"Usage: rfd3 [OPTIONS]", "Run design using hydra config overrides and input files."} {
+		if !strings.Contains(string(help), want) || !strings.Contains(string(standInHelp), want) {
+			t.Errorf("%q: rfd3's help\n%s\nthe stand-in's\n%s", want, help, standInHelp)
+		}
+	}
+
+	// Each is refused while Hydra composes the config, before rfd3 imports its model.
+	for _, args := range [][]string{
+		{"design", "inputs=x.json", "out_dir=o", "num_designs=4"},
+		{"design", "inputs=x.json", "--out_dir", "o"},
+		{"design", "inputs=/w/a,b/spec.json", "out_dir=o"},
+		{"design", "inputs=/w/a=b/spec.json", "out_dir=o"},
+	} {
+		real, err := exec.Command(env.Bin("rfd3"), args...).CombinedOutput()
+		if err == nil {
+			t.Errorf("rfd3 %v ran", args)
+			continue
+		}
+		stand, _ := exec.Command(standIn, args...).CombinedOutput()
+		want := hydraError(string(real))
+		if want == "" || !strings.Contains(string(stand), want) {
+			t.Errorf("rfd3 %v says %q; the stand-in says\n%s", args, want, stand)
+		}
+	}
+}
+
+// hydraError is the line of rfd3's output that names Hydra's exception.
+func hydraError(out string) string {
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "ConfigCompositionException: ") || strings.HasPrefix(line, "OverrideParseException: ") {
+			return strings.TrimSpace(line)
+		}
+	}
+	return ""
 }
