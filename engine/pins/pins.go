@@ -63,8 +63,12 @@ func (p Pin) GuidePython() string {
 // GuideRow is the tool's row of the README's GPU-worker table: the commands the tier runs,
 // in the guide's folder.
 func (p Pin) GuideRow() string {
-	install := fmt.Sprintf("`uv venv -p %s %s && uv pip install -p %s \"%s\" torch==%s`",
-		p.GuidePython(), p.GuideDir, p.GuideDir, p.Requirement(), all.Torch)
+	with := ""
+	for _, c := range p.Constraints {
+		with += fmt.Sprintf(" %q", c)
+	}
+	install := fmt.Sprintf("`uv venv -p %s %s && uv pip install -p %s \"%s\" torch==%s%s`",
+		p.GuidePython(), p.GuideDir, p.GuideDir, p.Requirement(), all.Torch, with)
 	tier := "Python " + all.TierPython
 	if p.GuidePython() != all.TierPython {
 		tier += fmt.Sprintf(" (it asks for %s; installed without that check)", p.RequiresPython)

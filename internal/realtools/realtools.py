@@ -34,7 +34,7 @@ UV_VERSION = "0.13.9"
 LAYOUT = "1"
 COMPLETE = ".complete"
 # The fields of a pin that decide what is installed; the rest (its title, why) do not.
-INSTALLED = ("package", "version", "extras", "requires_python", "ignore_requires_python", "tier_packages")
+INSTALLED = ("package", "version", "extras", "requires_python", "ignore_requires_python", "constraints", "tier_packages")
 
 
 def root():
