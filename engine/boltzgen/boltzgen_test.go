@@ -21,7 +21,11 @@ import (
 // standIn is the path of the stand-in boltzgen, built once for the package's tests.
 var standIn string
 
-func TestMain(m *testing.M) { os.Exit(enginerun.Main(m, boltzgentest.Build, &standIn)) }
+func TestMain(m *testing.M) {
+	code := enginerun.Main(m, boltzgentest.Build, &standIn)
+	removeSharedMols()
+	os.Exit(code)
+}
 
 // newEngine is the engine of a worker with a GPU, as the stand-in pretends to use one.
 func newEngine() *Engine { return New(Config{Binders: catalog.Default().Binders(), GPU: true}) }
