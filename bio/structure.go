@@ -2,6 +2,7 @@ package bio
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,6 +55,9 @@ type Structure struct {
 	Chains []*StructureChain
 	// Waters counts the water residues of the first model, which belong to no chain here.
 	Waters int
+	// PolymerSequences says an mmCIF has the _entity_poly_seq loop of its polymers'
+	// sequences, which some readers need (BoltzGen's, for one).
+	PolymerSequences bool
 }
 
 // StructureChain is one chain of a structure under its author chain id (the PDB chain
@@ -432,8 +436,12 @@ func readMMCIF(text string) (*Structure, error) {
 		b.atom(chain, label, r, polymer)
 	}
 	b.s.Models = max(len(models), 1)
+	b.s.PolymerSequences = entityPolySeq.MatchString(text)
 	return b.s, nil
 }
+
+// entityPolySeq finds a tag of the _entity_poly_seq category at the start of a line.
+var entityPolySeq = regexp.MustCompile(`(?mi)^[ \t]*_entity_poly_seq\.`)
 
 // unknownAsEmpty reads CIF's "?" (unknown) and "." (not applicable) as no value.
 func unknownAsEmpty(s string) string {

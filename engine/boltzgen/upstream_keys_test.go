@@ -139,3 +139,89 @@ func TestUpstreamSpecKeysAreBoltzGens(t *testing.T) {
 		}
 	}
 }
+
+// toMMCIF has gemmi, in BoltzGen's environment, write a PDB as a complete mmCIF (as
+// BoltzGen's own PDB reader completes one, data/parse/pdb_parser.py:33-46), and without
+// its _entity_poly_seq loop when asked.
+const toMMCIF = `import sys, gemmi
+st = gemmi.read_structure(sys.argv[1])
+st.setup_entities()
+for entity in st.entities:  # a PDB without SEQRES: the sequences of its residues
+    if entity.entity_type.name == "Polymer" and not entity.full_sequence:
+        entity.full_sequence = [r.name for r in st[0].get_subchain(entity.subchains[0])]
+doc = st.make_mmcif_document()
+if sys.argv[3] == "drop":
+    doc.sole_block().find_mmcif_category("_entity_poly_seq.").erase()
+doc.write_file(sys.argv[2])
+`
+
+// TestUpstreamAnMMCIFNeedsItsPolymerSequences: BoltzGen reads an mmCIF's polymer
+// sequences from its _entity_poly_seq loop (data/parse/mmcif.py:980) and refuses one
+// without; we refuse it at submit, and accept the same structure with the loop, also when
+// it is named .pdb (the engine writes it as .cif, which BoltzGen reads as mmCIF).
+func TestUpstreamAnMMCIFNeedsItsPolymerSequences(t *testing.T) {
+	env := realBoltzGen(t)
+	dir := t.TempDir()
+	pdb := filepath.Join(dir, "e2e.pdb")
+	if err := os.WriteFile(pdb, []byte(e2eTarget()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	read := func(mode string) string {
+		out := filepath.Join(dir, mode+".cif")
+		if text, err := realCommand(t, env, dir, "python", "-c", toMMCIF, pdb, out, mode); err != nil {
+			t.Fatalf("gemmi: %v\n%s", err, text)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	withLoop, without := read("keep"), read("drop")
+	// gemmi names the label chain of PDB chain A "Axp", and BoltzGen names it so.
+	spec := func(name, chain string) string {
+		return "entities:\n  - protein: {id: H, sequence: 20..30}\n  - file:\n      path: " + name + "\n      include:\n        - chain: {id: " + chain + "}\n"
+	}
+	// Ours: the catalog refuses the one without, and the engine writes the one with.
+	var r catalog.DesignRequest
+	if err := catalog.Decode([]byte(specCase{"x", "protein-anything", spec("target.cif", "Axp"), without}.request()), &r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := catalog.Default().NewDesign(&r); err == nil || !strings.Contains(err.Error(), "_entity_poly_seq") {
+		t.Errorf("the catalog on an mmCIF without _entity_poly_seq: %v", err)
+	}
+	// A, the author id, is a 400 for an mmCIF.
+	if err := catalog.Decode([]byte(specCase{"x", "protein-anything", spec("target.cif", "A"), withLoop}.request()), &r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := catalog.Default().NewDesign(&r); err == nil || !strings.Contains(err.Error(), "label_asym_id") {
+		t.Errorf("the catalog on an mmCIF chain by its author id: %v", err)
+	}
+	var accept []string
+	for _, name := range []string{"target.cif", "target.pdb"} {
+		written := writeInputs(t, newJob(t, specCase{"x", "protein-anything", spec(name, "Axp"), withLoop}.request()), t.TempDir())
+		named := filepath.Join(filepath.Dir(written), "mmcif_as_"+strings.ReplaceAll(name, ".", "_")+".yaml")
+		if err := os.Link(written, named); err != nil {
+			t.Fatal(err)
+		}
+		accept = append(accept, named)
+	}
+	// BoltzGen's: it accepts the engine's inputs and refuses the one without the loop.
+	mols := sharedMols(t, env)
+	for s, why := range boltzgenCheck(t, env, mols, accept) {
+		if why != "" {
+			t.Errorf("%s: boltzgen check refused it: %s", filepath.Base(s), why)
+		}
+	}
+	bare := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bare, "target.cif"), []byte(without), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(bare, "without.yaml")
+	if err := os.WriteFile(p, []byte(spec("target.cif", "Axp")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if why := boltzgenRefusals(t, env, mols, []string{p})[p]; !strings.Contains(why, noPolySeq) {
+		t.Errorf("BoltzGen on an mmCIF without _entity_poly_seq: %q, want %q", why, noPolySeq)
+	}
+}
