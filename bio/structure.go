@@ -100,8 +100,9 @@ func (s *Structure) Chain(id string) (*StructureChain, bool) {
 	return s.Chains[i], true
 }
 
-// ChainByAnyID returns the chain whose author id or one of whose label ids is id: BoltzGen
-// specs name chains by either, depending on the file they were written for.
+// ChainByAnyID returns the chain whose author id or one of whose label ids is id, for a
+// spec that may name it by either (BoltzGen takes a PDB's author ids and an mmCIF's label
+// ids: ParseDesignSpec checks which).
 func (s *Structure) ChainByAnyID(id string) (*StructureChain, bool) {
 	if c, ok := s.Chain(id); ok {
 		return c, true
