@@ -143,6 +143,9 @@ func (s *specReader) done() error {
 		return &Error{Msg: "a structure was sent, but the spec has no file entity naming it; add one (- file: {path: target.cif, ...})"}
 	case s.spec.File != "" && s.structure == nil:
 		return Errorf(s.spec.FilePos, "the file entity names %s, but no structure was sent; send its content as the structure field", s.spec.File)
+	case s.spec.File != "" && s.structure.Format == MMCIF && !s.structure.PolymerSequences:
+		return Errorf(s.spec.FilePos, "the file entity names %s, an mmCIF without the _entity_poly_seq loop, from which BoltzGen reads "+
+			"its polymers' sequences (boltzgen/data/parse/mmcif.py:980); send the file with that loop, or as PDB", s.spec.File)
 	}
 	return nil
 }
@@ -345,6 +348,12 @@ func (s *specReader) fileChains(f []yamlField, path string) error {
 			c, ok := s.structure.ChainByAnyID(id)
 			if !ok {
 				return Errorf(pos, "%s.%s.id: the structure has no chain %s; its chains are %s", at, wrapper.key, id, s.structure.Describe())
+			}
+			// BoltzGen names an mmCIF's chains by label_asym_id (its subchains:
+			// data/parse/mmcif.py:1049-1110) and a PDB's by their chain letter.
+			if s.structure.Format == MMCIF && !slices.Contains(c.LabelIDs, id) {
+				return Errorf(pos, "%s.%s.id: BoltzGen names an mmCIF's chains by label_asym_id, and chain %s of this file is %s there",
+					at, wrapper.key, id, strings.Join(c.LabelIDs, " or "))
 			}
 			if field.key == "include" {
 				all = false

@@ -24,7 +24,7 @@ func TestParseDesignSpec(t *testing.T) {
 			"  - file:\n      path: target.cif\n      include:\n        - chain: {id: A}\n        - chain: {id: C}\n" +
 			"      design:\n        - chain: {id: A, res_index: 2..4}\n", cif, EntitiesSpec, "target.cif", 60 + 11 + 4},
 		{"a file entity of all chains, named twice, with an insertion", "entities:\n  - file: {path: target.cif, include: all}\n" +
-			"  - file:\n      path: target.cif\n      design_insertions:\n        - insertion: {id: X, res_index: 2, num_residues: 2..9}\n",
+			"  - file:\n      path: target.cif\n      design_insertions:\n        - insertion: {id: C, res_index: 2, num_residues: 2..9}\n",
 			cif, EntitiesSpec, "target.cif", 2*(11+4+4) + 9},
 		{"the target in Boltz's form", "sequences:\n  - protein: {id: A, sequence: MKTAYIAK}\n  - ligand: {id: L, smiles: CCO}\n",
 			nil, SequencesSpec, "", 9},
@@ -46,6 +46,10 @@ func TestParseDesignSpec(t *testing.T) {
 func TestParseDesignSpecErrors(t *testing.T) {
 	t.Parallel()
 	cif := readTestStructure(t, "target.cif")
+	bareCIF, err := ReadStructure("data_x\nloop_\n_atom_site.label_comp_id\n_atom_site.auth_asym_id\n_atom_site.auth_seq_id\nALA A 1\n")
+	if err != nil {
+		t.Fatal(err)
+	}
 	const binder = "entities:\n  - protein: {id: B, sequence: 80..140}\n"
 	file := func(body string) string { return binder + "  - file:\n" + body }
 	tests := []struct {
@@ -72,7 +76,10 @@ func TestParseDesignSpecErrors(t *testing.T) {
 		{"a YAML file", file("      path: scaffold.yaml\n"), cif, "is not a structure file"},
 		{"a second file", file("      path: target.cif\n") + "  - file: {path: other.cif}\n", cif,
 			"line 5, column 18: entities[2].file.path names a second file, other.cif, after target.cif"},
+		{"an mmCIF chain by its author id", file("      path: target.cif\n      design_insertions:\n        - insertion: {id: X, res_index: 2}\n"), cif,
+			"line 6, column 27: entities[1].file.design_insertions[0].insertion.id: BoltzGen names an mmCIF's chains by label_asym_id, and chain X of this file is C there"},
 		{"a file without a structure", file("      path: target.cif\n"), nil, "no structure was sent"},
+		{"an mmCIF without its polymers' sequences", file("      path: target.cif\n"), bareCIF, "line 4, column 13: the file entity names target.cif, an mmCIF without the _entity_poly_seq loop"},
 		{"a structure without a file", binder, cif, "the spec has no file entity"},
 		{"a chain the structure lacks", file("      path: target.cif\n      include:\n        - chain: {id: Q}\n"), cif,
 			"line 6, column 23: entities[1].file.include[0].chain.id: the structure has no chain Q; its chains are A (protein, residues 51-55, 55A, 57-60), X (dna"},

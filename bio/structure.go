@@ -2,6 +2,7 @@ package bio
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,6 +55,9 @@ type Structure struct {
 	Chains []*StructureChain
 	// Waters counts the water residues of the first model, which belong to no chain here.
 	Waters int
+	// PolymerSequences says an mmCIF has the _entity_poly_seq loop of its polymers'
+	// sequences, which some readers need (BoltzGen's, for one).
+	PolymerSequences bool
 }
 
 // StructureChain is one chain of a structure under its author chain id (the PDB chain
@@ -96,8 +100,9 @@ func (s *Structure) Chain(id string) (*StructureChain, bool) {
 	return s.Chains[i], true
 }
 
-// ChainByAnyID returns the chain whose author id or one of whose label ids is id: BoltzGen
-// specs name chains by either, depending on the file they were written for.
+// ChainByAnyID returns the chain whose author id or one of whose label ids is id, for a
+// spec that may name it by either (BoltzGen takes a PDB's author ids and an mmCIF's label
+// ids: ParseDesignSpec checks which).
 func (s *Structure) ChainByAnyID(id string) (*StructureChain, bool) {
 	if c, ok := s.Chain(id); ok {
 		return c, true
@@ -432,8 +437,12 @@ func readMMCIF(text string) (*Structure, error) {
 		b.atom(chain, label, r, polymer)
 	}
 	b.s.Models = max(len(models), 1)
+	b.s.PolymerSequences = entityPolySeq.MatchString(text)
 	return b.s, nil
 }
+
+// entityPolySeq finds a tag of the _entity_poly_seq category at the start of a line.
+var entityPolySeq = regexp.MustCompile(`(?mi)^[ \t]*_entity_poly_seq\.`)
 
 // unknownAsEmpty reads CIF's "?" (unknown) and "." (not applicable) as no value.
 func unknownAsEmpty(s string) string {

@@ -21,7 +21,11 @@ import (
 // standIn is the path of the stand-in boltzgen, built once for the package's tests.
 var standIn string
 
-func TestMain(m *testing.M) { os.Exit(enginerun.Main(m, boltzgentest.Build, &standIn)) }
+func TestMain(m *testing.M) {
+	code := enginerun.Main(m, boltzgentest.Build, &standIn)
+	removeSharedMols()
+	os.Exit(code)
+}
 
 // newEngine is the engine of a worker with a GPU, as the stand-in pretends to use one.
 func newEngine() *Engine { return New(Config{Binders: catalog.Default().Binders(), GPU: true}) }
@@ -38,10 +42,15 @@ func mustRun(t *testing.T, j *job.Job) *enginerun.Result {
 	return enginerun.MustRun(t, newEngine(), j, engine.Tools{"boltzgen": standIn})
 }
 
-// targetCIF is a target structure with protein chain A (residues 1-30).
+// targetCIF is a target structure with protein chain A (residues 1-30), with the
+// _entity_poly_seq loop BoltzGen needs.
 var targetCIF = func() string {
 	var b strings.Builder
-	b.WriteString("data_target\nloop_\n_atom_site.group_PDB\n_atom_site.label_atom_id\n_atom_site.label_comp_id\n" +
+	b.WriteString("data_target\nloop_\n_entity_poly_seq.entity_id\n_entity_poly_seq.num\n_entity_poly_seq.mon_id\n")
+	for i := 1; i <= 30; i++ {
+		fmt.Fprintf(&b, "1 %d GLY\n", i)
+	}
+	b.WriteString("loop_\n_atom_site.group_PDB\n_atom_site.label_atom_id\n_atom_site.label_comp_id\n" +
 		"_atom_site.label_asym_id\n_atom_site.label_seq_id\n_atom_site.auth_seq_id\n_atom_site.auth_asym_id\n")
 	for i := 1; i <= 30; i++ {
 		fmt.Fprintf(&b, "ATOM CA GLY A %d %d A\n", i, i)

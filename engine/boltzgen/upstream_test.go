@@ -9,6 +9,7 @@ package boltzgen
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/chaperone-bio/chaperone/catalog"
@@ -129,7 +131,7 @@ func TestUpstreamCannotRunWithoutCUDA(t *testing.T) {
 	if perr != nil || strings.TrimSpace(lastLine(probe)) != "False" {
 		t.Skipf("this machine has CUDA (%v %s): the CPU failure cannot be shown here", perr, probe)
 	}
-	mols := buildMols(t, env, "SAH")
+	mols := sharedMols(t, env)
 	work := t.TempDir()
 	spec := filepath.Join(work, "spec.yaml")
 	if err := os.WriteFile(spec, []byte("entities:\n  - protein: {id: B, sequence: 12..20}\n  - ligand: {id: L, ccd: SAH}\n"), 0o644); err != nil {
@@ -200,16 +202,47 @@ func lastLine(s string) string {
 	return lines[len(lines)-1]
 }
 
-// buildMols writes a molecules folder in BoltzGen's format (testdata/mols.py) with its
-// canonical residues and every code given.
-func buildMols(t *testing.T, env realtools.Env, codes ...string) string {
+// Every test of the tier shares one molecules folder, built once (a few seconds of
+// biotite and RDKit) and removed by TestMain.
+var (
+	molsOnce sync.Once
+	molsDir  string
+	molsErr  error
+)
+
+// sharedMols is a molecules folder in BoltzGen's format (testdata/mols.py) with its
+// canonical residues, the codes our specs name and the residues of our test structures.
+func sharedMols(t *testing.T, env realtools.Env) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "mols")
-	out, err := realCommand(t, env, t.TempDir(), "python", append([]string{mustAbs(t, filepath.Join("testdata", "mols.py")), dir}, codes...)...)
-	if err != nil {
-		t.Fatalf("building the molecules: %v\n%s", err, out)
+	molsOnce.Do(func() {
+		if molsDir, molsErr = os.MkdirTemp("", "boltzgen-mols-"); molsErr != nil {
+			return
+		}
+		args := []string{mustAbs(t, filepath.Join("testdata", "mols.py")), filepath.Join(molsDir, "mols"),
+			"SAH", "WHL", "UNK", "DA", "DC", "DG", "DT", "DN", "A", "C", "G", "U", "N"}
+		for name, text := range map[string]string{"bio.cif": readRepoFile(t, "bio/testdata/structures/target.cif"),
+			"bio.pdb": readRepoFile(t, "bio/testdata/structures/target.pdb"), "e2e.pdb": e2eTarget(), "engine.cif": targetCIF} {
+			p := filepath.Join(molsDir, name)
+			if molsErr = os.WriteFile(p, []byte(text), 0o644); molsErr != nil {
+				return
+			}
+			args = append(args, p)
+		}
+		var out string
+		if out, molsErr = realCommand(t, env, molsDir, "python", args...); molsErr != nil {
+			molsErr = fmt.Errorf("building the molecules: %v\n%s", molsErr, out)
+		}
+	})
+	if molsErr != nil {
+		t.Fatal(molsErr)
 	}
-	return dir
+	return filepath.Join(molsDir, "mols")
+}
+
+func removeSharedMols() {
+	if molsDir != "" {
+		os.RemoveAll(molsDir)
+	}
 }
 
 func mustAbs(t *testing.T, p string) string {
@@ -275,6 +308,34 @@ func boltzgenCheck(t *testing.T, env realtools.Env, mols string, specs []string)
 	for _, s := range specs {
 		if _, ok := results[s]; !ok {
 			results[s] = "boltzgen check wrote no structure for it"
+		}
+	}
+	return results
+}
+
+// boltzgenRefusals runs BoltzGen's spec check on specs it must refuse (testdata/check.py,
+// which goes on past a refusal) and returns, per spec, its error, or "" when it accepted it.
+func boltzgenRefusals(t *testing.T, env realtools.Env, mols string, specs []string) map[string]string {
+	t.Helper()
+	args := append([]string{mustAbs(t, filepath.Join("testdata", "check.py")), mols, t.TempDir()}, specs...)
+	out, err := realCommand(t, env, t.TempDir(), "python", args...)
+	if err != nil {
+		t.Fatalf("testdata/check.py: %v\n%s", err, out)
+	}
+	results := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		for _, s := range specs {
+			switch {
+			case line == "ok "+s:
+				results[s] = ""
+			case strings.HasPrefix(line, "refused "+s+": "):
+				results[s] = strings.TrimPrefix(line, "refused "+s+": ")
+			}
+		}
+	}
+	for _, s := range specs {
+		if _, ok := results[s]; !ok {
+			t.Fatalf("testdata/check.py said nothing of %s:\n%s", s, out)
 		}
 	}
 	return results
