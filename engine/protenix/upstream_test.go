@@ -2,15 +2,18 @@ package protenix
 
 import (
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/chaperone-bio/chaperone/doctor"
 	"github.com/chaperone-bio/chaperone/engine"
+	"github.com/chaperone-bio/chaperone/internal/enginerun"
 	"github.com/chaperone-bio/chaperone/internal/realtools"
 )
 
@@ -169,5 +172,48 @@ func placeholder(t *testing.T, path string) {
 	}
 	if err := os.WriteFile(path, []byte("0"), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// resolveKernels is OpenDDE's own policy for the triangle kernels asked for on the command
+// line (opendde/config/inference.py, apply_runtime_compatibility), on a CUDA device where
+// cuEquivariance's kernels cannot run (here: none at all, so its probe fails).
+const resolveKernels = `
+import sys, torch
+from opendde.config.inference import apply_runtime_compatibility, build_inference_config
+configs = build_inference_config(model_name="opendde_v1")
+configs.triangle_multiplicative, configs.triangle_attention = sys.argv[1], sys.argv[2]
+configs = apply_runtime_compatibility(configs, torch.device("cuda:0"))
+print(configs.triangle_multiplicative, configs.triangle_attention)
+`
+
+// TestUpstreamOpenDDEKernels: the kernels the engine asks OpenDDE for on a GPU with fast
+// numerics must run where cuEquivariance's do not (a GPU without them, or too old for
+// them): OpenDDE 1.2.0 raises for an explicit cuequivariance there
+// (config/inference.py:185-196) and resolves auto to what runs.
+func TestUpstreamOpenDDEKernels(t *testing.T) {
+	env := realtools.Require(t, "opendde")
+	isolate(t)
+	work := t.TempDir()
+	j := enginerun.PredictJob(t, `{"model": "opendde", "sequence": "MKTAYIAK", "params": {"fast": true}}`)
+	steps, err := NewOpenDDE(Config{GPU: true}).plan(&engine.Run{Job: j, WorkDir: work, CacheDir: t.TempDir(), Log: io.Discard}, work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := steps.(*prediction).Command().Args
+	kernel := func(opt string) string {
+		i := slices.Index(args, opt)
+		if i < 0 || i+1 >= len(args) {
+			t.Fatalf("the command %q has no %s", args, opt)
+		}
+		return args[i+1]
+	}
+	cmd := exec.Command(env.Python(), "-c", resolveKernels, kernel("--trimul_kernel"), kernel("--triatt_kernel"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("OpenDDE refuses the kernels the engine asks for (%s, %s): %v\n%s", kernel("--trimul_kernel"), kernel("--triatt_kernel"), err, lastLines(string(out), 3))
+	}
+	if got := strings.TrimSpace(string(out)); !strings.HasSuffix(got, "torch torch") {
+		t.Errorf("OpenDDE resolved them to %q, want torch torch", got)
 	}
 }

@@ -13,22 +13,29 @@ import json
 import sys
 
 
-def protenix_dataset(input_json):
+def protenix_configs():
+    """Protenix's configs for protenix-v2 as runner/batch_inference.py, get_default_runner,
+    builds them (without the command line's overrides)."""
     from configs.configs_base import configs as configs_base
     from configs.configs_data import data_configs
     from configs.configs_inference import inference_configs
     from configs.configs_model_type import model_configs
     from ml_collections.config_dict import ConfigDict
     from protenix.config.config import parse_configs
-    from protenix.data.inference.infer_dataloader import InferenceDataset
 
-    # As runner/batch_inference.py, get_default_runner, builds them for protenix-v2.
     inference_configs["model_name"] = "protenix-v2"
     configs = parse_configs(
         configs={**configs_base, **{"data": data_configs}, **inference_configs},
         fill_required_with_null=True,
     )
     configs.update(ConfigDict(model_configs["protenix-v2"]))
+    return configs
+
+
+def protenix_dataset(input_json):
+    from protenix.data.inference.infer_dataloader import InferenceDataset
+
+    configs = protenix_configs()
     configs.use_msa = True
     configs.use_template = False
     configs.use_rna_msa = False
