@@ -49,10 +49,11 @@ func TestWeightsWhereEachToolKeepsThem(t *testing.T) {
 		present []string // files to put in place, relative to dir
 		want    map[string]engine.WeightsState
 	}{
+		// mols/ unpacked without mols.tar: boltz predict downloads the tar all the same.
 		{boltz.New(boltz.Config{}), nil, []string{"boltz/boltz2_conf.ckpt", "boltz/mols/ALA.pkl"}, map[string]engine.WeightsState{
 			filepath.Join(dir, "boltz", "boltz2_conf.ckpt"): engine.WeightsPresent,
 			filepath.Join(dir, "boltz", "boltz2_aff.ckpt"):  engine.WeightsMissing,
-			filepath.Join(dir, "boltz", "mols"):             engine.WeightsPresent}},
+			filepath.Join(dir, "boltz", "mols.tar"):         engine.WeightsMissing}},
 		{openfold3.New(openfold3.Config{}), nil, []string{"of3-params/of3_ft3_v1.pt"}, map[string]engine.WeightsState{
 			filepath.Join(ofRoot, "of3_ft3_v1.pt"): engine.WeightsPresent}},
 		{openfold3.New(openfold3.Config{}), engine.Tools{openfold3.CheckpointTool: filepath.Join(dir, "elsewhere.pt")}, nil,

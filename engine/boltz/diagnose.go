@@ -6,20 +6,20 @@ import (
 	"path/filepath"
 
 	"github.com/chaperone-bio/chaperone/engine"
+	"github.com/chaperone-bio/chaperone/engine/pins"
 	"github.com/chaperone-bio/chaperone/engine/toolkit"
 )
 
-// testedVersion is the Boltz release whose source the engine was written against (2.2.0,
-// research brief §1); its patch releases share the command line.
-const testedVersion = "2.2"
-
 var _ engine.Diagnoser = (*Engine)(nil)
 
-// Diagnose reports the boltz command, its version, and the weights in Boltz's cache
-// ($BOLTZ_CACHE, else ~/.boltz: main.py's get_cache_path), which boltz predict downloads
-// on first run when they are missing.
+// Diagnose reports the boltz command, its version against the pinned release (the one the
+// real-package tier runs), and the files of Boltz's cache ($BOLTZ_CACHE, else ~/.boltz:
+// main.py's get_cache_path). Before every run boltz predict's download_boltz2
+// (boltz/main.py:198-258 in 2.2.1) downloads each of mols.tar, boltz2_conf.ckpt and
+// boltz2_aff.ckpt that is missing, even when mols/ is already unpacked, so a worker without
+// internet needs all three files; mols/ it unpacks from mols.tar itself.
 func (e *Engine) Diagnose(ctx context.Context, tools engine.Tools) engine.Diagnosis {
-	d := e.tool.Diagnose(ctx, tools, "boltz", testedVersion)
+	d := e.tool.Diagnose(ctx, tools, "boltz", pins.For("boltz").Version)
 	cache := os.Getenv("BOLTZ_CACHE")
 	if cache == "" {
 		cache = filepath.Join(toolkit.Home(), ".boltz")
@@ -31,8 +31,8 @@ func (e *Engine) Diagnose(ctx context.Context, tools engine.Tools) engine.Diagno
 			"curl -LO "+hub+"boltz2_conf.ckpt into the cache folder ($BOLTZ_CACHE or ~/.boltz)"),
 		toolkit.FileWeights(models, "boltz2_aff.ckpt (the affinity model)", filepath.Join(cache, "boltz2_aff.ckpt"), true,
 			"curl -LO "+hub+"boltz2_aff.ckpt into the cache folder ($BOLTZ_CACHE or ~/.boltz)"),
-		toolkit.FileWeights(models, "mols/ (the CCD molecules of mols.tar)", filepath.Join(cache, "mols"), true,
-			"curl -LO "+hub+"mols.tar and unpack it in the cache folder ($BOLTZ_CACHE or ~/.boltz)"),
+		toolkit.FileWeights(models, "mols.tar (the CCD molecules; boltz unpacks it into mols/ and needs the file itself every run)",
+			filepath.Join(cache, "mols.tar"), true, "curl -LO "+hub+"mols.tar into the cache folder ($BOLTZ_CACHE or ~/.boltz)"),
 	}
 	d.Memory = map[string]engine.Memory{
 		// No official figure: Boltz's maintainer says 24 GB is not enough for 1,400 residues
