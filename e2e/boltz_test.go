@@ -83,7 +83,8 @@ func TestBoltzRunsASequence(t *testing.T) {
 		mustf(t, (m["id"] == "boltz2") == (m["available"] == true), "%s available %v", m["id"], m["available"])
 	}
 
-	id := s.create("/v1/predictions", map[string]any{"sequence": "MKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQ", "params": map[string]any{"diffusion_samples": 2}})
+	id := s.create("/v1/predictions", map[string]any{"sequence": "MKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQ",
+		"params": map[string]any{"diffusion_samples": 2, "write_pae": true}})
 	j := s.waitStatus(id, "succeeded")
 	mustf(t, j["stage"] == "writing" && j["progress"] == 1.0 && j["done"] == 1.0 && j["total"] == 1.0, "finished job %v", j)
 	rows, arts := s.rowsOf(id)

@@ -60,6 +60,7 @@ func TestWebPredictionFromSubmitToViewer(t *testing.T) {
 		setValue("#predict-input", ">A|protein\nMKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQ\n"),
 		click(".params summary"),
 		setValue("#predict-param-diffusion_samples", "2"),
+		click("#predict-param-write_pae"), // each sample's PAE comes with write_pae
 		setValue("#predict-name", "kinase fold"),
 		click("#main form button[type=submit]"))
 	id := b.submitted()

@@ -123,12 +123,10 @@ func TestRunOneProtein(t *testing.T) {
 	if s.PLDDT <= 0 || s.PLDDT > 1 || s.PLDDT != *s.ComplexPLDDT || s.PTM <= 0 {
 		t.Errorf("plddt %v, complex_plddt %v, ptm %v", s.PLDDT, *s.ComplexPLDDT, s.PTM)
 	}
+	// Without write_pae, Boltz's arrays (which it writes all the same) stay out.
 	want := map[string]string{
 		"target_1.cif": job.ArtifactStructure,
 		"target_1/confidence_target_1_model_0.json": job.ArtifactConfidence,
-		"target_1/plddt_target_1_model_0.npz":       job.ArtifactConfidence,
-		"target_1/pde_target_1_model_0.npz":         job.ArtifactConfidence,
-		"target_1/pae_target_1_model_0.npz":         job.ArtifactPAE,
 	}
 	if got := paths(out.Files); !reflect.DeepEqual(got, want) {
 		t.Errorf("files %v, want %v", got, want)
@@ -140,18 +138,6 @@ func TestRunOneProtein(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(out.Files[0].Local); bio.StructureFormat(string(b)) != bio.MMCIF {
 		t.Errorf("best structure is not mmCIF: %.80q", b)
-	}
-	// Boltz's arrays are per token: the PAE is tokens × tokens, pLDDT one per token.
-	for key, shape := range map[string][]int{"plddt": {22}, "pae": {22, 22}, "pde": {22, 22}} {
-		path := fmt.Sprintf("target_1/%s_target_1_model_0.npz", key)
-		i := slices.IndexFunc(out.Files, func(f engine.File) bool { return f.Path == path })
-		if i < 0 {
-			t.Fatalf("no %s", path)
-		}
-		arrays, err := npy.ReadNPZ(out.Files[i].Local)
-		if a := arrays[key]; err != nil || a == nil || !reflect.DeepEqual(a.Shape, shape) {
-			t.Errorf("%s: %v, %v; want %s of shape %v", path, arrays, err, key, shape)
-		}
 	}
 }
 
@@ -183,7 +169,22 @@ func TestRunParams(t *testing.T) {
 			t.Errorf("no structure %s in %v", p, got)
 		}
 	}
-	// write_pae: the best sample's PAE and PDE, token by token, as <target>_pae.npz.
+	// write_pae: Boltz's arrays of every sample, per token: the PAE and PDE tokens ×
+	// tokens, the pLDDT one per token.
+	for k := range 3 {
+		for key, shape := range map[string][]int{"plddt": {8}, "pae": {8, 8}, "pde": {8, 8}} {
+			path := fmt.Sprintf("target_1/%s_target_1_model_%d.npz", key, k)
+			i := slices.IndexFunc(out.Files, func(f engine.File) bool { return f.Path == path })
+			if i < 0 {
+				t.Fatalf("no %s in %v", path, got)
+			}
+			arrays, err := npy.ReadNPZ(out.Files[i].Local)
+			if a := arrays[key]; err != nil || a == nil || !reflect.DeepEqual(a.Shape, shape) {
+				t.Errorf("%s: %v, %v; want %s of shape %v", path, arrays, err, key, shape)
+			}
+		}
+	}
+	// And the best sample's PAE and PDE, token by token, as <target>_pae.npz.
 	i := slices.IndexFunc(out.Files, func(f engine.File) bool { return f.Path == "target_1_pae.npz" })
 	if i < 0 || out.Files[i].Type != job.ArtifactPAE {
 		t.Fatalf("no target_1_pae.npz of type pae in %v", got)

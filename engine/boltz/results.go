@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/toolkit"
 	"github.com/chaperone-bio/chaperone/engine/toolkit/npy"
 	"github.com/chaperone-bio/chaperone/job"
@@ -43,7 +44,8 @@ type outcome struct {
 	dir     string // <out_dir>/boltz_results_<input folder>
 	ext     string // structure file extension: cif or pdb
 	samples int
-	// writePAE asks for the best sample's PAE and PDE as <target>_pae.npz.
+	// writePAE asks for the best sample's PAE and PDE as <target>_pae.npz, and with it
+	// Boltz's own arrays of every sample.
 	writePAE bool
 	mon      *monitor
 	crash    error         // boltz exited unsuccessfully
@@ -90,11 +92,8 @@ func (o *outcome) read(t *target) *result {
 		}
 		r.Files = append(r.Files, toolkit.Artifact(path, name, job.ArtifactStructure, structure))
 		r.Files = append(r.Files, toolkit.Artifact(name+"/"+filepath.Base(confPath), name, job.ArtifactConfidence, confPath))
-		for _, npz := range []struct{ prefix, typ string }{{"pae", job.ArtifactPAE}, {"pde", job.ArtifactConfidence}, {"plddt", job.ArtifactConfidence}} {
-			p := filepath.Join(dir, fmt.Sprintf("%s_%s_model_%d.npz", npz.prefix, name, k))
-			if _, err := os.Stat(p); err == nil {
-				r.Files = append(r.Files, toolkit.Artifact(name+"/"+filepath.Base(p), name, npz.typ, p))
-			}
+		if o.writePAE {
+			r.Files = append(r.Files, fullArrays(dir, name, k)...)
 		}
 		r.Row.Samples = k + 1
 	}
@@ -232,4 +231,21 @@ func (r *result) paeMatrix(dir, name string) error {
 	}
 	r.Files = append(r.Files, f)
 	return nil
+}
+
+// fullArrays are Boltz's arrays of sample k: its PAE, PDE and pLDDT, token by token. Boltz-2
+// writes them whatever --write_full_pae and --write_full_pde say (the writer saves what
+// the model returns, boltz/data/write/writer.py:223-247 in 2.2.1, and the model returns all
+// three whenever it predicts confidence), so they come with the job only when it asked
+// for write_pae: a PAE of 2,000 tokens is 16 MB a sample, and the pLDDT is in the
+// structure's B-factors already.
+func fullArrays(dir, name string, k int) []engine.File {
+	var files []engine.File
+	for _, npz := range []struct{ prefix, typ string }{{"pae", job.ArtifactPAE}, {"pde", job.ArtifactConfidence}, {"plddt", job.ArtifactConfidence}} {
+		p := filepath.Join(dir, fmt.Sprintf("%s_%s_model_%d.npz", npz.prefix, name, k))
+		if _, err := os.Stat(p); err == nil {
+			files = append(files, toolkit.Artifact(name+"/"+filepath.Base(p), name, npz.typ, p))
+		}
+	}
+	return files
 }
