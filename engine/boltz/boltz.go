@@ -16,9 +16,12 @@ package boltz
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -78,9 +81,50 @@ func (e *Engine) Check(ctx context.Context, tools engine.Tools) error {
 	return e.tool.Check(ctx, tools)
 }
 
-// Run predicts every target of the job in one boltz predict run.
+// Run predicts every target of the job in one boltz predict run, as toolkit.RunSteps
+// does, but for one case: when Boltz cannot prepare the first target of a prediction loop
+// for the model it retries that target without end (see monitor.recursing), so the engine
+// stops that run and runs boltz again over the targets that have no verdict yet; Boltz
+// keeps what it processed and predicted before.
 func (e *Engine) Run(ctx context.Context, run *engine.Run) (*engine.Output, error) {
-	return toolkit.RunSteps(ctx, run, e.tool, e.plan)
+	path, err := e.tool.Path(run.Tools)
+	if err != nil {
+		return nil, err
+	}
+	work, err := filepath.Abs(run.WorkDir)
+	if err != nil {
+		return nil, err
+	}
+	p, err := e.plan(run, work)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.WriteInputs(); err != nil {
+		return nil, fmt.Errorf("writing the inputs of boltz: %w", err)
+	}
+	for {
+		attempt, stop := context.WithCancel(ctx)
+		cmd := p.Command()
+		cmd.Path = path
+		p.mon.attempt(stop)
+		exit := run.Exec(attempt, cmd)
+		stop()
+		if ctx.Err() != nil || errors.Is(exit, exec.ErrNotFound) {
+			return nil, exit
+		}
+		if p.mon.recursing == "" {
+			return p.Results(exit)
+		}
+		left, err := p.dropDecided()
+		if err != nil {
+			return nil, err
+		}
+		if left == 0 {
+			return p.Results(nil) // the run was stopped here, not failed
+		}
+		fmt.Fprintf(p.log, "[chaperone] Boltz could not prepare %s, the first target of its loop, and retries it without end: "+
+			"stopped it, running boltz again over the %d target(s) left\n", p.mon.recursing, left)
+	}
 }
 
 // prediction is one boltz2 job, in the steps of toolkit.RunSteps.
@@ -100,9 +144,13 @@ type prediction struct {
 	fromCache int  // targets whose alignments came from the cache
 	mon       *monitor
 	started   time.Time
+	// dropped are the targets taken out of later runs of boltz, each with its verdict
+	// already given; recursed is the one Boltz retried without end.
+	dropped  map[string]bool
+	recursed map[string]bool
 }
 
-func (e *Engine) plan(run *engine.Run, work string) (toolkit.Steps, error) {
+func (e *Engine) plan(run *engine.Run, work string) (*prediction, error) {
 	complexes, err := bio.Complexes(run.Job.Input)
 	if err != nil {
 		return nil, fmt.Errorf("reading the job's input: %w", err)
@@ -113,7 +161,7 @@ func (e *Engine) plan(run *engine.Run, work string) (toolkit.Steps, error) {
 	}
 	p := &prediction{cfg: e.cfg, log: run.Log, report: run.Report, params: params, complexes: complexes,
 		inputs: filepath.Join(work, "inputs"), files: filepath.Join(work, "files"), out: filepath.Join(work, "out"),
-		cache: msacache.ForRun(run.CacheDir, e.cfg.MSACacheBytes)}
+		cache: msacache.ForRun(run.CacheDir, e.cfg.MSACacheBytes), dropped: map[string]bool{}, recursed: map[string]bool{}}
 	if err := toolkit.MakeDirs(p.inputs, p.files, p.out); err != nil {
 		return nil, err
 	}
@@ -156,8 +204,13 @@ func (p *prediction) Command() engine.Command {
 		accelerator = "gpu"
 	}
 	args := []string{"predict", p.inputs, "--out_dir", p.out, "--accelerator", accelerator,
-		"--diffusion_samples", strconv.Itoa(p.params.DiffusionSamples), "--output_format", format, "--override",
+		"--diffusion_samples", strconv.Itoa(p.params.DiffusionSamples), "--output_format", format,
 		"--seed", strconv.Itoa(p.params.SeedOr(defaultSeed))}
+	if len(p.dropped) == 0 {
+		// A run again keeps the structures and affinities predicted before (main.py's
+		// filter_inputs_structure and filter_inputs_affinity skip them).
+		args = append(args, "--override")
+	}
 	if p.params.WritePAE {
 		args = append(args, "--write_full_pae", "--write_full_pde")
 	}
@@ -174,11 +227,45 @@ func (p *prediction) Command() engine.Command {
 	if p.searching {
 		args = append(args, "--use_msa_server", "--msa_server_url", p.cfg.MSAServerURL)
 	}
-	fmt.Fprintf(p.log, "[chaperone] boltz predict: %d target(s) on %s; alignments: %s\n",
-		len(p.targets), accelerator, p.msaNote())
-	p.mon = newMonitor(p.report, len(p.targets), p.searching, p.affinity)
-	p.started = time.Now()
+	if p.mon == nil {
+		fmt.Fprintf(p.log, "[chaperone] boltz predict: %d target(s) on %s; alignments: %s\n",
+			len(p.targets), accelerator, p.msaNote())
+		p.mon = newMonitor(p.report, len(p.targets), p.searching, p.affinity)
+		p.started = time.Now()
+	}
 	return engine.Command{Args: args, OnLine: p.mon.line}
+}
+
+// dropDecided takes out of later runs every target Boltz has given up on so far (the one
+// it retried without end among them), by removing its input and its processed record, and
+// returns how many targets are left.
+func (p *prediction) dropDecided() (int, error) {
+	p.recursed[p.mon.recursing] = true
+	decided := map[string]bool{p.mon.recursing: true}
+	for name := range p.mon.skipped {
+		decided[name] = true
+	}
+	for _, loop := range p.mon.unprepared {
+		for name := range loop {
+			decided[name] = true
+		}
+	}
+	results := filepath.Join(p.out, "boltz_results_inputs")
+	for name := range decided {
+		for _, f := range []string{filepath.Join(p.inputs, name+".yaml"), filepath.Join(results, "processed", "records", name+".json")} {
+			if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return 0, err
+			}
+		}
+		p.dropped[name] = true
+	}
+	left := 0
+	for _, t := range p.targets {
+		if !p.dropped[t.cx.Name] {
+			left++
+		}
+	}
+	return left, nil
 }
 
 // Results reads every target's row and files, and keeps the alignments searched.
@@ -188,7 +275,7 @@ func (p *prediction) Results(exit error) (*engine.Output, error) {
 		ext = "pdb"
 	}
 	o := &outcome{dir: filepath.Join(p.out, "boltz_results_inputs"), ext: ext, samples: p.params.DiffusionSamples,
-		writePAE: p.params.WritePAE, mon: p.mon, crash: exit, wall: time.Since(p.started)}
+		writePAE: p.params.WritePAE, mon: p.mon, recursed: p.recursed, crash: exit, wall: time.Since(p.started)}
 	results := make([]*result, len(p.targets))
 	for i, t := range p.targets {
 		results[i] = o.read(t)

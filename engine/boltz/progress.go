@@ -1,6 +1,7 @@
 package boltz
 
 import (
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -23,8 +24,12 @@ const (
 // the progress bars of tqdm (input processing) and Lightning (the prediction loops).
 var (
 	failedInput = regexp.MustCompile(`^Failed to process (.+)\. Skipping\. Error: (.*?)\.?$`)
-	loopBar     = regexp.MustCompile(`^Predicting DataLoader \d+:.*\|\s*(\d+)/(\d+) \[`)
-	plainBar    = regexp.MustCompile(`^\s*\d+%\|.*\|\s*(\d+)/(\d+) \[`)
+	// Boltz's data loader prints one of these when it cannot turn a processed target into
+	// the model's input (boltz/data/module/inferencev2.py:230-299 in 2.2.1), and gives the
+	// model the loop's first target in its place.
+	unprepared = regexp.MustCompile(`((?:Tokenizer|Cropper|Featurizer) failed on|Molecule loading failed for) (\S+) with error (.*?)(?:\. Skipping\.)?$`)
+	loopBar    = regexp.MustCompile(`^Predicting DataLoader \d+:.*\|\s*(\d+)/(\d+) \[`)
+	plainBar   = regexp.MustCompile(`^\s*\d+%\|.*\|\s*(\d+)/(\d+) \[`)
 )
 
 // Boltz's own messages for a target it gave up on.
@@ -47,13 +52,25 @@ type monitor struct {
 	done     int
 	fraction float64
 
-	skipped   map[string]string // target → Boltz's error, from "Failed to process"
-	oom       [numPhases]int    // out-of-memory batches seen per phase
+	skipped map[string]string // target → Boltz's error, from "Failed to process"
+	// unprepared is, per prediction loop, target → Boltz's message that it could not
+	// prepare the target for the model ("Featurizer failed on …").
+	unprepared [numPhases]map[string]string
+	// recursing is the target Boltz could not prepare as the first of a loop: Boltz then
+	// prepares the first target again in its place, without end (until Python's recursion
+	// limit, after about a thousand tracebacks). The second message on the same target in
+	// one loop shows it, and stop ends the run there.
+	recursing string
+	stop      func()
+	oom       [numPhases]int // out-of-memory batches seen per phase
 	loopStart [numPhases]time.Time
 }
 
 func newMonitor(report func(job.Progress), total int, searching, affinity bool) *monitor {
 	m := &monitor{report: report, total: total, stage: job.StageStarting, skipped: map[string]string{}}
+	for i := range m.unprepared {
+		m.unprepared[i] = map[string]string{}
+	}
 	// Shares of the bar: searches on the server take about as long as predicting, input
 	// processing without them is quick, and the affinity loop runs five samples per target.
 	m.weights[phaseProcessing] = 0.05
@@ -85,6 +102,16 @@ func (m *monitor) line(line string) {
 			name := strings.TrimSuffix(filepath.Base(g[1]), filepath.Ext(g[1]))
 			m.skipped[name] = g[2]
 		}
+	case unprepared.MatchString(t):
+		g := unprepared.FindStringSubmatch(t)
+		name, msg := g[2], fmt.Sprintf("%s %s with error %s", g[1], g[2], g[3])
+		if _, again := m.unprepared[m.phase][name]; again && m.recursing == "" {
+			m.recursing = name
+			if m.stop != nil {
+				m.stop()
+			}
+		}
+		m.unprepared[m.phase][name] = msg
 	case strings.Contains(t, oomWarning):
 		m.oom[m.phase]++
 	case loopBar.MatchString(t):
@@ -125,4 +152,10 @@ func bar(re *regexp.Regexp, line string) (int, int) {
 	n, _ := strconv.Atoi(g[1])
 	of, _ := strconv.Atoi(g[2])
 	return min(n, max(of, 1)), max(of, 1)
+}
+
+// attempt readies the monitor for another run of boltz over the targets left: stop ends
+// that run.
+func (m *monitor) attempt(stop func()) {
+	m.stop, m.recursing, m.phase = stop, "", phaseProcessing
 }

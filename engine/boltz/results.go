@@ -48,8 +48,9 @@ type outcome struct {
 	// Boltz's own arrays of every sample.
 	writePAE bool
 	mon      *monitor
-	crash    error         // boltz exited unsuccessfully
-	wall     time.Duration // how long boltz ran
+	recursed map[string]bool // targets Boltz retried without end, so runs went on without them
+	crash    error           // boltz exited unsuccessfully
+	wall     time.Duration   // how long boltz ran
 }
 
 // result is one target's row and files, and when its loops finished, for runtime_s.
@@ -130,7 +131,10 @@ func (o *outcome) read(t *target) *result {
 	}
 	if err != nil || aff.PredValue == nil || aff.ProbabilityBinary == nil {
 		why := "its affinity loop wrote no result for it"
+		msg, unprepared := o.mon.unprepared[phaseAffinity][name]
 		switch {
+		case unprepared:
+			why = "Boltz could not prepare it for the affinity model and skipped it: " + msg + o.recursion(name)
 		case o.mon.oom[phaseAffinity] > 0:
 			why = fmt.Sprintf("it ran out of memory in the affinity loop (%q)", oomWarning)
 		case o.crash != nil:
@@ -151,6 +155,9 @@ func (o *outcome) missing(name string) string {
 	if msg, ok := o.mon.skipped[name]; ok {
 		return "Boltz could not process the input and skipped it: " + msg
 	}
+	if msg, ok := o.mon.unprepared[phaseStructure][name]; ok {
+		return "Boltz could not prepare it for the model and skipped it: " + msg + o.recursion(name)
+	}
 	_, recErr := os.Stat(filepath.Join(o.dir, "processed", "records", name+".json"))
 	switch {
 	case recErr == nil && o.crash == nil && o.mon.oom[phaseStructure] > 0:
@@ -163,6 +170,14 @@ func (o *outcome) missing(name string) string {
 		return "Boltz did not process the input and gave no reason; the run log has its output"
 	}
 	return "Boltz wrote no structure for it and gave no reason; the run log has its output"
+}
+
+// recursion adds, for a target Boltz retried without end, what the engine did about it.
+func (o *outcome) recursion(name string) string {
+	if !o.recursed[name] {
+		return ""
+	}
+	return " (as the first target of its loop, which Boltz then retries without end; boltz was stopped and run again without it)"
 }
 
 // runtimes sets every row's runtime_s: the target's own time in each prediction loop,

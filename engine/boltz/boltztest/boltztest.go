@@ -13,6 +13,10 @@ import "github.com/chaperone-bio/chaperone/internal/standin"
 //	skip…    processing fails, and the stand-in prints Boltz's "Failed to process … Skipping"
 //	oom…     the structure loop runs out of memory on it (Boltz goes on and exits 0)
 //	affoom…  the affinity loop runs out of memory on it
+//	unprep…  the structure loop cannot prepare it for the model: Boltz's "Featurizer failed
+//	         on … Skipping", then the loop's first target is predicted again in its place;
+//	         when it is the first target itself, that repeats without end, as in Boltz,
+//	         until Python's recursion limit (a thousand times) ends the run with status 1
 //	crash…   the run dies with a traceback and exit status 1 when it reaches the target
 //	slow…    the structure loop takes 30 s on it, printing progress, with a helper process
 //	         that ignores SIGTERM (its pid in hang.pid in the working folder)
@@ -20,6 +24,7 @@ const (
 	Skip        = "skip"
 	OOM         = "oom"
 	AffinityOOM = "affoom"
+	Unprepared  = "unprep"
 	Crash       = "crash"
 	Slow        = "slow"
 )

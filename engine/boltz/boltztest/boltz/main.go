@@ -276,6 +276,17 @@ func (p *predictor) predict() int {
 	writeJSON(filepath.Join(p.out, "processed", "manifest.json"), map[string]any{"records": records})
 	sort.Slice(records, func(i, j int) bool { return records[i].ID < records[j].ID })
 
+	// Without --override, targets predicted before are skipped (filter_inputs_structure).
+	all := records
+	if !p.flag("--override") {
+		records = slices.DeleteFunc(slices.Clone(records), func(r record) bool {
+			_, err := os.Stat(filepath.Join(p.out, "predictions", r.ID))
+			return err == nil
+		})
+		if len(records) < len(all) {
+			fmt.Printf("Found some existing predictions (%d), skipping and running only the missing ones, if any.\n", len(all)-len(records))
+		}
+	}
 	if len(records) > 0 {
 		fmt.Printf("Running structure prediction for %d input%s\n", len(records), plural(len(records)))
 	}
@@ -283,6 +294,19 @@ func (p *predictor) predict() int {
 	fmt.Printf("\r%s", tqdm(0, len(records), "Predicting DataLoader 0: "))
 	for i, rec := range records {
 		switch {
+		case strings.HasPrefix(rec.ID, "unprep"):
+			// inferencev2.py: the data loader prints this and returns the first target.
+			const msg = "Featurizer failed on %s with error a cannot be empty unless no samples are taken. Skipping.\n"
+			fmt.Printf(msg, rec.ID)
+			if i == 0 {
+				for range 1000 {
+					time.Sleep(20 * time.Millisecond) // each time Boltz prepares the target anew
+					fmt.Printf(msg, rec.ID)
+				}
+				traceback("predict", "RecursionError: maximum recursion depth exceeded in comparison")
+				return 1
+			}
+			p.write(records[0])
 		case strings.HasPrefix(rec.ID, "crash"):
 			fmt.Println()
 			traceback("predict", "RuntimeError: CUDA error: an illegal memory access was encountered")
@@ -303,8 +327,9 @@ func (p *predictor) predict() int {
 	fmt.Printf("\nNumber of failed examples: %d\n", failed)
 
 	var affinity []record
-	for _, r := range records {
-		if r.Affinity {
+	for _, r := range all {
+		_, err := os.Stat(filepath.Join(p.out, "predictions", r.ID, "affinity_"+r.ID+".json"))
+		if r.Affinity && (p.flag("--override") || err != nil) {
 			affinity = append(affinity, r)
 		}
 	}
