@@ -150,17 +150,21 @@ func writeYAML(dir, files string, t *target) error {
 		b.WriteString("templates:\n")
 	}
 	for i, tm := range cx.Templates {
+		format, text, ids, err := templateFile(tm)
+		if err != nil {
+			return fmt.Errorf("template %d: %w", i+1, err)
+		}
 		// Boltz names a template after its file's stem, so each gets its own.
-		path := filepath.Join(files, fmt.Sprintf("%s_template%d.%s", cx.Name, i+1, tm.Format))
-		if err := os.WriteFile(path, []byte(tm.Text), 0o644); err != nil {
+		path := filepath.Join(files, fmt.Sprintf("%s_template%d.%s", cx.Name, i+1, format))
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 			return err
 		}
-		fmt.Fprintf(&b, "  - %s: %s\n", tm.Format, q(path))
+		fmt.Fprintf(&b, "  - %s: %s\n", format, q(path))
 		if tm.ChainIDs != nil {
 			fmt.Fprintf(&b, "    chain_id: %s\n", qs(tm.ChainIDs))
 		}
-		if tm.TemplateIDs != nil {
-			fmt.Fprintf(&b, "    template_id: %s\n", qs(tm.TemplateIDs))
+		if ids != nil {
+			fmt.Fprintf(&b, "    template_id: %s\n", qs(ids))
 		}
 		if tm.Force {
 			fmt.Fprintf(&b, "    force: true\n    threshold: %s\n", num(tm.Threshold))

@@ -104,7 +104,8 @@ properties:
 				"max_distance": 5.0, "force": true}},
 			map[string]any{"contact": map[string]any{"token1": []any{"1", 3.0}, "token2": []any{"Y", "C2"}}},
 		},
-		"templates":  []any{map[string]any{"pdb": tmplPath, "chain_id": []any{"NO"}, "template_id": []any{"A"}, "force": true, "threshold": 2.0}},
+		// Boltz names chain A of a PDB template A1 (its PDB reader renames the chains' parts).
+		"templates":  []any{map[string]any{"pdb": tmplPath, "chain_id": []any{"NO"}, "template_id": []any{"A1"}, "force": true, "threshold": 2.0}},
 		"properties": []any{map[string]any{"affinity": map[string]any{"binder": "Y"}}},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -115,7 +116,8 @@ properties:
 	if !strings.Contains(string(out), `"max_distance": 5.0`) || !strings.Contains(string(out), `"threshold": 2.0`) {
 		t.Errorf("distances are not floats to PyYAML: %s", out)
 	}
-	for path, text := range map[string]string{msaPath: ">query\nMKTAYI\nMK-AYI\n", tmplPath: cx.Templates[0].Text} {
+	// The template gains the SEQRES that Boltz needs.
+	for path, text := range map[string]string{msaPath: ">query\nMKTAYI\nMK-AYI\n", tmplPath: "SEQRES   1 A    1  ALA\n" + cx.Templates[0].Text} {
 		if b, err := os.ReadFile(path); err != nil || string(b) != text {
 			t.Errorf("%s = %q, %v; want %q", path, b, err, text)
 		}
