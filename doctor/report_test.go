@@ -21,6 +21,7 @@ import (
 	"github.com/chaperone-bio/chaperone/engine/boltz"
 	"github.com/chaperone-bio/chaperone/engine/boltz/boltztest"
 	"github.com/chaperone-bio/chaperone/engine/openfold3"
+	"github.com/chaperone-bio/chaperone/engine/pins"
 	"github.com/chaperone-bio/chaperone/engine/pydriver"
 	"github.com/chaperone-bio/chaperone/engine/pydriver/pydrivertest"
 	"github.com/chaperone-bio/chaperone/engine/rfd3"
@@ -64,10 +65,10 @@ func newMachine(t *testing.T) *machine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The venv's python answers importlib.metadata as Boltz 2.2.0 would, and runs the
+	// The venv's python answers importlib.metadata as the pinned Boltz would, and runs the
 	// stand-in for the console script.
 	python := write(filepath.Join(dir, "boltz-venv", "bin", "python3"),
-		"#!/bin/sh\nif [ \"$1\" = -c ]; then echo 2.2.0; exit 0; fi\nshift\nexec "+standIn+" \"$@\"\n")
+		"#!/bin/sh\nif [ \"$1\" = -c ]; then echo "+pins.For("boltz").Version+"; exit 0; fi\nshift\nexec "+standIn+" \"$@\"\n")
 	boltzScript := write(filepath.Join(dir, "boltz-venv", "bin", "boltz"), "#!"+python+"\n# a console script\n")
 	for _, f := range []string{"boltz2_conf.ckpt", "boltz2_aff.ckpt", "mols.tar"} {
 		write(filepath.Join(home, ".boltz", f), "weights")
