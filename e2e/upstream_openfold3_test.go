@@ -33,11 +33,15 @@ import (
 // gemmi is the tier environment's (tier_packages of the pin): Debian's gemmi 0.5.7 builds no
 // model from OpenFold3's mmCIF, which has no _atom_site.occupancy (biotite's writer).
 func TestUpstreamOpenFold3(t *testing.T) {
-	// Not parallel: it sets HOME and OPENFOLD_CACHE for the tool.
+	// Not parallel: it sets HOME, OMP_NUM_THREADS and OPENFOLD_CACHE for the tool.
 	env := realtools.Require(t, "run_openfold")
 	dir := t.TempDir()
 	t.Setenv("HOME", filepath.Join(dir, "home"))
 	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "xdg"))
+	// One thread for torch: on a machine whose cores are busy with other tests, OpenMP's
+	// threads spin waiting for each other, and the prediction step that takes 4 s on an
+	// idle 2-core machine took over 100.
+	t.Setenv("OMP_NUM_THREADS", "1")
 	cache := filepath.Join(dir, "openfold_cache")
 	t.Setenv("OPENFOLD_CACHE", cache)
 	if err := os.MkdirAll(cache, 0o755); err != nil {
