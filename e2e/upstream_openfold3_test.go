@@ -18,7 +18,6 @@ import (
 	"github.com/chaperone-bio/chaperone/engine/openfold3"
 	"github.com/chaperone-bio/chaperone/engine/openfold3/openfold3test"
 	"github.com/chaperone-bio/chaperone/internal/realtools"
-	"github.com/chaperone-bio/chaperone/internal/testpython"
 )
 
 // TestUpstreamOpenFold3 runs an openfold3 job over HTTP on the real run_openfold of the pin,
@@ -26,22 +25,29 @@ import (
 // on the stand-in: the real run must succeed with OpenFold3's scores and structures gemmi
 // reads, and every file the stand-in writes must be where the real tool writes it.
 //
-// The worker's $OPENFOLD_CACHE holds a runner.yml that switches off the full confidence
-// files: run_openfold merges it under the engine's runner YAML (run_openfold.py:209-221),
-// so the job's confidences artifact is there only because the engine neutralises it.
+// The worker's $OPENFOLD_CACHE holds a runner.yml that run_openfold merges under the
+// engine's runner YAML (run_openfold.py:209-221): it switches off the full confidence files
+// and asks for a dtype OpenFold3 refuses (validator.py:165), so the job succeeds with its
+// confidences artifact only because the engine keeps that file out of the run.
+//
+// gemmi is the tier environment's (tier_packages of the pin): Debian's gemmi 0.5.7 builds no
+// model from OpenFold3's mmCIF, which has no _atom_site.occupancy (biotite's writer).
 func TestUpstreamOpenFold3(t *testing.T) {
-	// Not parallel: it sets HOME and OPENFOLD_CACHE for the tool.
+	// Not parallel: it sets HOME, OMP_NUM_THREADS and OPENFOLD_CACHE for the tool.
 	env := realtools.Require(t, "run_openfold")
-	python := testpython.Require(t, "gemmi")
 	dir := t.TempDir()
 	t.Setenv("HOME", filepath.Join(dir, "home"))
 	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "xdg"))
+	// One thread for torch: on a machine whose cores are busy with other tests, OpenMP's
+	// threads spin waiting for each other, and the prediction step that takes 4 s on an
+	// idle 2-core machine took over 100.
+	t.Setenv("OMP_NUM_THREADS", "1")
 	cache := filepath.Join(dir, "openfold_cache")
 	t.Setenv("OPENFOLD_CACHE", cache)
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	hostile := "output_writer_settings:\n  write_full_confidence_scores: false\n"
+	hostile := "output_writer_settings:\n  write_full_confidence_scores: false\n  full_confidence_output_dtype: float64\n"
 	if err := os.WriteFile(filepath.Join(cache, "runner.yml"), []byte(hostile), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +94,7 @@ func TestUpstreamOpenFold3(t *testing.T) {
 		if err := os.WriteFile(file, s.get(a["url"].(string)).expect(http.StatusOK).Body, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		out, err := exec.Command(python, "-c", gemmiCount, file).CombinedOutput()
+		out, err := exec.Command(env.Python(), "-c", gemmiCount, file).CombinedOutput()
 		mustf(t, err == nil && strings.TrimSpace(string(out)) == "chains A residues 12", "gemmi on %s: %v %s", path, err, out)
 	}
 	mustf(t, structures == 1, "%d structures in %v", structures, sortedPaths(byPath))

@@ -288,7 +288,7 @@ type runnerYAML struct {
 	gpu            bool   // pl_trainer_args.accelerator gpu, else cpu
 	recycles       *int
 	samplingSteps  *int
-	kernels        bool // DeepSpeed evo attention (upstream's default)
+	kernels        bool // DeepSpeed evo attention and Triton kernels (upstream's defaults)
 	cuEquivariance bool // cuEquivariance triangle kernels
 }
 
@@ -312,13 +312,15 @@ func (r runnerYAML) String() string {
 	}
 	fmt.Fprintf(&b, "    settings:\n      memory:\n        eval:\n          use_deepspeed_evo_attention: %t\n"+
 		"          use_cueq_triangle_kernels: %t\n", r.kernels, r.cuEquivariance)
+	if !r.kernels {
+		// OpenFold3's eval default runs the triangle updates on Triton kernels
+		// (model_config.py:119), which need a GPU: on the CPU every query fails "0 active
+		// drivers". Plain PyTorch kernels go without them.
+		b.WriteString("          use_triton_triangle_kernels: false\n")
+	}
 	accelerator := "gpu"
 	if !r.gpu {
 		accelerator = "cpu"
-		// OpenFold3's eval default runs the triangle updates on Triton kernels
-		// (model_config.py:119), which need a GPU: on the CPU every query fails "0 active
-		// drivers".
-		b.WriteString("          use_triton_triangle_kernels: false\n")
 	}
 	fmt.Fprintf(&b, "output_writer_settings:\n  structure_format: %s\n  full_confidence_output_format: json\n", r.format)
 	fmt.Fprintf(&b, "pl_trainer_args:\n  accelerator: %s\n  devices: 1\n", accelerator)
