@@ -35,9 +35,7 @@ import (
 func TestUpstreamOpenFold3(t *testing.T) {
 	// Not parallel: it sets HOME, OMP_NUM_THREADS and OPENFOLD_CACHE for the tool.
 	env := realtools.Require(t, "run_openfold")
-	dir := t.TempDir()
-	t.Setenv("HOME", filepath.Join(dir, "home"))
-	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "xdg"))
+	dir := realtools.Isolate(t)
 	// One thread for torch: on a machine whose cores are busy with other tests, OpenMP's
 	// threads spin waiting for each other, and the prediction step that takes 4 s on an
 	// idle 2-core machine took over 100.

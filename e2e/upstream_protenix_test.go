@@ -27,19 +27,36 @@ var protenixTierScripts = filepath.Join("..", "engine", "protenix", "testdata", 
 func TestUpstreamProtenixEndToEnd(t *testing.T) {
 	env := realtools.Require(t, "protenix")
 	python := testpython.Require(t, "gemmi")
-	home := t.TempDir()
+	home := realtools.Isolate(t)
 	root := filepath.Join(home, "protenix")
-	t.Setenv("HOME", home)
-	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
-	t.Setenv("TORCH_HOME", filepath.Join(home, "torch"))
 	t.Setenv("PROTENIX_ROOT_DIR", root)
+	// The CCD and the checkpoint take minutes to build and never change while the pin and
+	// our scripts do not: they are made once and linked into this run's root.
 	start := time.Now()
-	protenixTierScript(t, env, "ccd.py", filepath.Join(root, "common"))
-	if err := os.MkdirAll(filepath.Join(root, "checkpoint"), 0o755); err != nil {
-		t.Fatal(err)
+	scripts := []string{filepath.Join(protenixTierScripts, "ccd.py"), filepath.Join(protenixTierScripts, "checkpoint.py")}
+	built := env.Fixture(t, "protenix-v2-root", scripts, func(dir string) {
+		layernorm := []string{"LAYERNORM_TYPE=torch"}
+		env.Run(t, layernorm, scripts[0], filepath.Join(dir, "common"))
+		if err := os.MkdirAll(filepath.Join(dir, "checkpoint"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		env.Run(t, layernorm, scripts[1], filepath.Join(dir, "checkpoint", "protenix-v2.pt"))
+	})
+	for _, sub := range []string{"common", "checkpoint"} {
+		if err := os.MkdirAll(filepath.Join(root, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		files, err := os.ReadDir(filepath.Join(built, sub))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if err := os.Symlink(filepath.Join(built, sub, f.Name()), filepath.Join(root, sub, f.Name())); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
-	protenixTierScript(t, env, "checkpoint.py", filepath.Join(root, "checkpoint", "protenix-v2.pt"))
-	t.Logf("random protenix-v2 checkpoint and CCD built in %s", time.Since(start).Round(time.Second))
+	t.Logf("random protenix-v2 checkpoint and CCD ready in %s", time.Since(start).Round(time.Second))
 
 	s := startServer(t, func(c *app.Config) {
 		// Nothing is searched (msa: empty); a search would fail at once.
@@ -56,7 +73,7 @@ func TestUpstreamProtenixEndToEnd(t *testing.T) {
 		return j["status"] == "succeeded" || j["status"] == "failed"
 	})
 	logs := string(s.get("/v1/jobs/" + id + "/logs").expect(http.StatusOK).Body)
-	mustf(t, j["status"] == "succeeded", "job %v\nlog:\n%s", j, protenixLastLines(logs, 40))
+	mustf(t, j["status"] == "succeeded", "job %v\nlog:\n%s", j, realtools.LastLines(logs, 40))
 	mustf(t, statuses["running"], "the job was never seen running: %v", statuses)
 	t.Logf("the job ran in %s", time.Since(start).Round(time.Second))
 
@@ -93,19 +110,3 @@ st = gemmi.read_structure(sys.argv[1])
 assert st[0].count_atom_sites() > 0
 print(" ".join(f"{ch.name} {len(ch)}" for ch in st[0]))
 `
-
-// protenixTierScript runs one of the engine's tier scripts with the tool's interpreter.
-func protenixTierScript(t *testing.T, env realtools.Env, script string, args ...string) {
-	t.Helper()
-	cmd := exec.Command(env.Python(), append([]string{filepath.Join(protenixTierScripts, script)}, args...)...)
-	cmd.Env = append(os.Environ(), "LAYERNORM_TYPE=torch")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%s: %v\n%s", script, err, protenixLastLines(string(out), 30))
-	}
-}
-
-// protenixLastLines is the end of a text, for a message.
-func protenixLastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}

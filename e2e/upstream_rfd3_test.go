@@ -17,47 +17,15 @@ import (
 	"github.com/chaperone-bio/chaperone/app"
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/rfd3"
+	"github.com/chaperone-bio/chaperone/engine/rfd3/rfd3test"
 	"github.com/chaperone-bio/chaperone/internal/enginerun"
-	"github.com/chaperone-bio/chaperone/internal/realtools"
+
 	"github.com/chaperone-bio/chaperone/internal/testpython"
 )
 
 // The real-package tier for rfd3 (make realtools): rc-foundry's own code reads what the
 // engine writes for this package's design requests, and designs through the server with a
 // checkpoint of random weights built from rfd3's own config.
-
-// rfd3Upstream is rfd3's tier environment with HOME, the caches and foundry's checkpoint
-// folders pointed at a temporary home; it sets the process environment (no t.Parallel).
-func rfd3Upstream(t *testing.T) (realtools.Env, string) {
-	t.Helper()
-	env := realtools.Require(t, "rfd3")
-	home := t.TempDir()
-	t.Setenv("HOME", home)
-	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
-	t.Setenv("FOUNDRY_CHECKPOINT_DIRS", "")
-	t.Setenv("FOUNDRY_CHECKPOINTS_DIR", "")
-	return env, home
-}
-
-// rfd3Script runs the rfd3 engine's testdata/upstream.py and decodes its answer.
-func rfd3Script(t *testing.T, env realtools.Env, out any, args ...string) {
-	t.Helper()
-	script, err := filepath.Abs(filepath.Join("..", "engine", "rfd3", "testdata", "upstream.py"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(env.Python(), append([]string{script}, args...)...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	b, err := cmd.Output()
-	if err != nil {
-		lines := strings.Split(stderr.String(), "\n")
-		t.Fatalf("upstream.py %s: %v\n%s", args[0], err, strings.Join(lines[max(0, len(lines)-30):], "\n"))
-	}
-	if err := json.Unmarshal(b, out); err != nil {
-		t.Fatalf("upstream.py %s answered %q: %v", args[0], b, err)
-	}
-}
 
 // rfd3Requests are the rfd3 requests of this package's design tests.
 func rfd3Requests() map[string]map[string]any {
@@ -78,7 +46,7 @@ func rfd3Requests() map[string]map[string]any {
 // the stand-in as its tool, in work folders the test keeps, and has rfd3 read what the
 // engine wrote as `rfd3 design inputs=spec.json prevalidate_inputs=True` does.
 func TestUpstreamRFD3AcceptsTheDesignTestsInputs(t *testing.T) {
-	env, _ := rfd3Upstream(t)
+	env, _ := rfd3test.Upstream(t)
 	tools := designTools(t)
 	var dirs []string
 	names := map[string]string{}
@@ -100,7 +68,7 @@ func TestUpstreamRFD3AcceptsTheDesignTestsInputs(t *testing.T) {
 		Examples []string `json:"examples"`
 		Error    string   `json:"error"`
 	}
-	rfd3Script(t, env, &results, append([]string{"validate"}, dirs...)...)
+	rfd3test.Script(t, env, &results, append([]string{"validate"}, dirs...)...)
 	accepted := 0
 	for _, r := range results {
 		if r.Error != "" || len(r.Examples) != 1 {
@@ -118,14 +86,14 @@ func TestUpstreamRFD3AcceptsTheDesignTestsInputs(t *testing.T) {
 // data folder whose name has ",", "=" and spaces, reads every artifact with gemmi, and
 // checks the stand-in serves the same layout.
 func TestUpstreamRFD3DesignsThroughTheServer(t *testing.T) {
-	env, home := rfd3Upstream(t)
+	env, home := rfd3test.Upstream(t)
 	python := testpython.Require(t, "gemmi")
 	ckpts := filepath.Join(home, "checkpoints")
 	if err := os.MkdirAll(ckpts, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	var made struct{ Parameters int }
-	rfd3Script(t, env, &made, "make-checkpoint", filepath.Join(ckpts, "rfd3_latest.ckpt"))
+	rfd3test.Script(t, env, &made, "make-checkpoint", filepath.Join(ckpts, "rfd3_latest.ckpt"))
 	t.Logf("checkpoint of %d random parameters", made.Parameters)
 	t.Setenv("FOUNDRY_CHECKPOINT_DIRS", ckpts)
 

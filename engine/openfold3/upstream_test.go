@@ -31,13 +31,12 @@ func upstreamTools(t *testing.T, env realtools.Env) engine.Tools {
 	return engine.Tools{"run_openfold": env.Bin("run_openfold"), CheckpointTool: ckpt}
 }
 
-// isolate points the tool's caches at the test's folders.
+// isolate points the tool's home and caches at the test's folders and keeps it off the
+// network (realtools.Isolate).
 func isolate(t *testing.T) {
 	t.Helper()
-	dir := t.TempDir()
-	t.Setenv("HOME", filepath.Join(dir, "home"))
-	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "xdg"))
-	t.Setenv(cacheEnv, filepath.Join(dir, "openfold_cache"))
+	home := realtools.Isolate(t)
+	t.Setenv(cacheEnv, filepath.Join(home, "openfold_cache"))
 }
 
 // TestUpstreamCheck: the engine's self-check passes on the real command line (both --helps

@@ -153,14 +153,11 @@ func help(t *testing.T, path string, env []string) string {
 	return string(out)
 }
 
-// isolate points the tools' home and caches at the test's own folders, so that nothing is
-// read from or left in the machine's.
+// isolate points the tools' home and caches at the test's own folders and keeps them off
+// the network (realtools.Isolate), OpenDDE's root among them.
 func isolate(t *testing.T) {
 	t.Helper()
-	home := t.TempDir()
-	t.Setenv("HOME", home)
-	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
-	t.Setenv("TORCH_HOME", filepath.Join(home, "torch"))
+	home := realtools.Isolate(t)
 	t.Setenv("OPENDDE_ROOT_DIR", filepath.Join(home, "opendde"))
 }
 

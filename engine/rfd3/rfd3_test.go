@@ -288,9 +288,9 @@ func runIn(t *testing.T, work string, j *job.Job, tool string) *enginerun.Result
 // takes every key of rfd3's composed config, and refuses what rfd3's Hydra refuses with
 // rfd3's words.
 func TestUpstreamTheStandInTakesWhatRfd3Takes(t *testing.T) {
-	env, home := upstream(t)
+	env, home := rfd3test.Upstream(t)
 	var keys map[string]string
-	upstreamScript(t, env, &keys, "keys")
+	rfd3test.Script(t, env, &keys, "keys")
 	if len(keys) < 20 || keys["inputs"] != "mandatory" || keys["inference_sampler.num_timesteps"] != "int" {
 		t.Fatalf("rfd3's config keys %v", keys)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -14,53 +13,15 @@ import (
 
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/pins"
-	"github.com/chaperone-bio/chaperone/internal/realtools"
+	"github.com/chaperone-bio/chaperone/engine/rfd3/rfd3test"
 	"github.com/chaperone-bio/chaperone/job"
 )
 
 // The real-package tier (make realtools): rc-foundry's own code judges what the engine
 // writes and where it looks. testdata/upstream.py drives it.
 
-// upstream is rfd3's tier environment, with HOME, the caches and foundry's checkpoint
-// folders pointed at an empty temporary home so that nothing of the machine's leaks in.
-// It sets the process environment, so its tests do not run in parallel.
-func upstream(t *testing.T) (realtools.Env, string) {
-	t.Helper()
-	env := realtools.Require(t, "rfd3")
-	home := t.TempDir()
-	t.Setenv("HOME", home)
-	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
-	t.Setenv("FOUNDRY_CHECKPOINT_DIRS", "")
-	t.Setenv("FOUNDRY_CHECKPOINTS_DIR", "")
-	return env, home
-}
-
-// upstreamScript runs testdata/upstream.py with the tier's Python and decodes its answer.
-func upstreamScript(t *testing.T, env realtools.Env, out any, args ...string) {
-	t.Helper()
-	script, err := filepath.Abs(filepath.Join("testdata", "upstream.py"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(env.Python(), append([]string{script}, args...)...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	b, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("upstream.py %s: %v\n%s", strings.Join(args, " "), err, tail(stderr.String(), 30))
-	}
-	if err := json.Unmarshal(b, out); err != nil {
-		t.Fatalf("upstream.py %s answered %q: %v", strings.Join(args, " "), b, err)
-	}
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
-
 func TestUpstreamSelfCheckAndDoctor(t *testing.T) {
-	env, _ := upstream(t)
+	env, _ := rfd3test.Upstream(t)
 	tools := engine.Tools{"rfd3": env.Bin("rfd3")}
 	if err := New().Check(context.Background(), tools); err != nil {
 		t.Fatalf("the self-check fails with the real rfd3: %v", err)
@@ -94,7 +55,7 @@ func TestUpstreamDoctorFindsTheCheckpointRfd3Loads(t *testing.T) {
 		{"a checkpoint of another name", []string{"c/rfd3_foundry_2025_12_01_remapped.ckpt"},
 			map[string]string{"FOUNDRY_CHECKPOINT_DIRS": "c"}, ""},
 	}
-	env, _ := upstream(t)
+	env, _ := rfd3test.Upstream(t)
 	// Every layout in a home of its own, all asked of foundry at once.
 	homes := make([]string, len(tests))
 	envs := make([]map[string]string, len(tests))
@@ -123,7 +84,7 @@ func TestUpstreamDoctorFindsTheCheckpointRfd3Loads(t *testing.T) {
 		t.Fatal(err)
 	}
 	var loads []string
-	upstreamScript(t, env, &loads, "checkpoint", string(b))
+	rfd3test.Script(t, env, &loads, "checkpoint", string(b))
 	if len(loads) != len(tests) {
 		t.Fatalf("%d answers for %d layouts", len(loads), len(tests))
 	}
@@ -209,7 +170,7 @@ func writeInputs(t *testing.T, j *job.Job, dir string) {
 // does, building each specification as the run would. A control with a residue the
 // structure lacks shows the check can refuse.
 func TestUpstreamEveryInputTheEngineWritesIsAccepted(t *testing.T) {
-	env, _ := upstream(t)
+	env, _ := rfd3test.Upstream(t)
 	var dirs []string
 	names := map[string]string{}
 	for i, c := range inputCases() {
@@ -236,7 +197,7 @@ func TestUpstreamEveryInputTheEngineWritesIsAccepted(t *testing.T) {
 		Examples []string `json:"examples"`
 		Error    string   `json:"error"`
 	}
-	upstreamScript(t, env, &results, append([]string{"validate"}, append(dirs, control)...)...)
+	rfd3test.Script(t, env, &results, append([]string{"validate"}, append(dirs, control)...)...)
 	if len(results) != len(dirs)+1 {
 		t.Fatalf("%d results for %d folders", len(results), len(dirs)+1)
 	}

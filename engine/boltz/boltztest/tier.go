@@ -1,13 +1,9 @@
 package boltztest
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"testing"
 
 	"github.com/chaperone-bio/chaperone/internal/realtools"
@@ -72,59 +68,20 @@ func script(name string) string {
 	return filepath.Join(filepath.Dir(file), "..", "testdata", "tier", name)
 }
 
-// fixture is a folder that the environment's Python made with args(folder), kept beside
-// the environment under a name that changes with the environment and our scripts, so it is
-// made again when either does.
+// fixture is a folder that the environment's Python made with args(folder), made again when
+// the environment or our scripts change.
 func fixture(t testing.TB, env realtools.Env, kind string, args func(out string) []string) string {
 	t.Helper()
-	h := sha256.New()
-	h.Write([]byte(env.Dir + "\x00" + kind))
-	for _, s := range []string{"mols.py", "randomckpt.py"} {
-		b, err := os.ReadFile(script(s))
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.Write(b)
-	}
-	dir := filepath.Join(filepath.Dir(env.Dir), ".fixtures", "boltz-"+kind+"-"+hex.EncodeToString(h.Sum(nil))[:12])
-	if _, err := os.Stat(dir); err == nil {
-		return dir
-	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".making-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(tmp)
-	if out, err := exec.Command(env.Python(), args(tmp)...).CombinedOutput(); err != nil {
-		t.Fatalf("making Boltz's %s: %v\n%s", kind, err, lastLines(string(out), 20))
-	}
-	// Another test binary may have made it meanwhile; either copy will do.
-	if err := os.Rename(tmp, dir); err != nil {
-		if _, statErr := os.Stat(dir); statErr != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+	return env.Fixture(t, "boltz-"+kind, []string{script("mols.py"), script("randomckpt.py")}, func(dir string) {
+		a := args(dir)
+		env.Run(t, nil, a[0], a[1:]...)
+	})
 }
 
 // Isolate points a test's environment, which the worker passes to boltz, at the cache and
-// at nothing outside: HOME and XDG_CACHE_HOME at temporary folders, and every proxy
-// variable at a closed port on this machine, so that a download Boltz might try fails at
-// once instead of leaving the machine. It uses t.Setenv, so the test must not be parallel.
+// at nothing outside (realtools.Isolate). It uses t.Setenv, so the test must not be parallel.
 func Isolate(t *testing.T, cache string) {
 	t.Helper()
-	home := t.TempDir()
-	for k, v := range map[string]string{"BOLTZ_CACHE": cache, "HOME": home, "XDG_CACHE_HOME": filepath.Join(home, ".cache"),
-		"http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9",
-		"HTTPS_PROXY": "http://127.0.0.1:9", "no_proxy": "", "NO_PROXY": ""} {
-		t.Setenv(k, v)
-	}
+	realtools.Isolate(t)
+	t.Setenv("BOLTZ_CACHE", cache)
 }
