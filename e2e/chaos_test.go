@@ -50,6 +50,10 @@ func TestChaosRandomSIGKILLs(t *testing.T) {
 	dir := t.TempDir()
 	accepted := map[string]string{} // idempotency key → job id
 	var unanswered []string         // keys whose create got no answer yet
+	// A key's retries send the very body of its first create, as a client retrying with
+	// its idempotency key does: a create that committed before the kill cut its answer
+	// is then returned, where another body would rightly be refused as a reused key.
+	bodies := map[string]string{} // idempotency key → the job's name
 	names := []string{"ok", "slow:3", "slow:8", "many:5"}
 	for round := range rounds {
 		c := startChild(t, dir)
@@ -61,7 +65,11 @@ func TestChaosRandomSIGKILLs(t *testing.T) {
 		}
 		answers := make(chan answer, len(keys))
 		for _, key := range keys {
-			name := names[rng.IntN(len(names))]
+			name, retry := bodies[key]
+			if !retry {
+				name = names[rng.IntN(len(names))]
+				bodies[key] = name
+			}
 			go func() {
 				id, ok := tryCreate(c.url, key, name)
 				answers <- answer{key, id, ok}
@@ -85,7 +93,7 @@ func TestChaosRandomSIGKILLs(t *testing.T) {
 
 	last := startChild(t, dir)
 	for _, key := range unanswered {
-		id, ok := tryCreate(last.url, key, "ok")
+		id, ok := tryCreate(last.url, key, bodies[key])
 		mustf(t, ok, "the create with key %s is still refused after the last restart", key)
 		if prev, seen := accepted[key]; seen && prev != id {
 			t.Errorf("key %s made two jobs: %s and %s", key, prev, id)

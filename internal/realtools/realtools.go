@@ -48,7 +48,13 @@ func Require(t testing.TB, tool string) Env {
 		t.Fatalf("%s is on but %s: %s\ninstall it with `python3 %s install %s` (or `make realtools`)",
 			RequiredEnv, strings.TrimSpace(string(out)), err, Script(), tool)
 	}
-	return Env{Dir: strings.TrimSpace(string(out)), Pin: pin}
+	dir := strings.TrimSpace(string(out))
+	// Read here, the environment's record enters go test's cache key: a result cached for
+	// one installation is not reused for another.
+	if _, err := os.ReadFile(filepath.Join(dir, "pin.json")); err != nil {
+		t.Fatal(err)
+	}
+	return Env{Dir: dir, Pin: pin}
 }
 
 // Script is realtools.py.
