@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"net/http"
 	"os"
 	"reflect"
@@ -61,34 +60,13 @@ func withDesignEngines(t *testing.T) option {
 	}
 }
 
-// designTarget is a PDB target: protein chain A (residues 1-60, with 52A inserted), DNA
-// chains B and C (1-12); behaviour, when set, is an rfd3 stand-in behaviour.
+// designTarget is the design tests' PDB target (boltzgentest.DesignTarget); behaviour, when
+// set, is an rfd3 stand-in behaviour.
 func designTarget(behaviour string) string {
-	var b strings.Builder
-	b.WriteString("HEADER    DESIGN TARGET\n")
-	if behaviour != "" {
-		fmt.Fprintf(&b, "REMARK 999 %s%s\n", rfd3test.Marker, behaviour)
+	if behaviour == "" {
+		return boltzgentest.DesignTarget("")
 	}
-	atom := 0
-	add := func(chain, res string, n int, icode string) {
-		atom++
-		fmt.Fprintf(&b, "ATOM  %5d  CA  %3s %s%4d%1s   %8.3f%8.3f%8.3f  1.00 20.00           C\n", atom, res, chain, n, icode, float64(n), 1.0, 2.0)
-	}
-	for i := 1; i <= 60; i++ {
-		add("A", "GLU", i, "")
-		if i == 52 {
-			add("A", "GLY", 52, "A")
-		}
-	}
-	b.WriteString("TER\n")
-	for _, chain := range []string{"B", "C"} {
-		for i := 1; i <= 12; i++ {
-			add(chain, " DA", i, "")
-		}
-		b.WriteString("TER\n")
-	}
-	b.WriteString("END\n")
-	return b.String()
+	return boltzgentest.DesignTarget(rfd3test.Marker + behaviour)
 }
 
 const fileSpec = "entities:\n  - protein: {id: H, sequence: 20..30}\n  - file:\n      path: target.pdb\n      include:\n        - chain: {id: A}\n"

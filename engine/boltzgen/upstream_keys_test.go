@@ -10,6 +10,7 @@ import (
 
 	"github.com/chaperone-bio/chaperone/bio"
 	"github.com/chaperone-bio/chaperone/catalog"
+	"github.com/chaperone-bio/chaperone/engine/boltzgen/boltzgentest"
 )
 
 // everyKeySpec uses every key of BoltzGen's whitelist, validly, on the e2e target (protein
@@ -94,7 +95,7 @@ func TestUpstreamSpecKeysAreBoltzGens(t *testing.T) {
 	unknownTop := "entities:\n  - protein: {id: B, sequence: 12..20}\nbogus: 1\n"
 	unknownDeep := "entities:\n  - protein: {id: B, sequence: 12..20}\n  - file:\n      path: target.pdb\n      include:\n        - chain: {id: A, colour: red}\n"
 	misnamed := "entities:\n  - protein: {id: B, sequence: 12..20}\n  - file:\n      path: target.pdb\n      design:\n        - chain: {id: A, res_idx: 3}\n"
-	target := e2eTarget()
+	target := boltzgentest.DesignTarget("")
 	var specs []string
 	for name, text := range map[string]string{"every_key": everyKeySpec, "unknown_top": unknownTop, "unknown_deep": unknownDeep, "misnamed": misnamed} {
 		st, err := bio.ReadStructure(target)
@@ -169,7 +170,7 @@ func TestUpstreamAnMMCIFNeedsItsPolymerSequences(t *testing.T) {
 	env := realBoltzGen(t)
 	dir := t.TempDir()
 	pdb := filepath.Join(dir, "e2e.pdb")
-	if err := os.WriteFile(pdb, []byte(e2eTarget()), 0o644); err != nil {
+	if err := os.WriteFile(pdb, []byte(boltzgentest.DesignTarget("")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	read := func(mode string) string {

@@ -1,11 +1,12 @@
 package boltzgen
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/chaperone-bio/chaperone/engine/boltzgen/boltzgentest"
 )
 
 // specCase is one design request of our tests, whose inputs the engine writes for BoltzGen.
@@ -51,39 +52,12 @@ func readRepoFile(t *testing.T, rel string) string {
 	return string(b)
 }
 
-// e2eTarget is e2e's designTarget (e2e/design_test.go): a PDB of CA atoms, protein chain A
-// (residues 1-60, with 52A inserted), DNA chains B and C (1-12).
-func e2eTarget() string {
-	var b strings.Builder
-	b.WriteString("HEADER    DESIGN TARGET\n")
-	atom := 0
-	add := func(chain, res string, n int, icode string) {
-		atom++
-		fmt.Fprintf(&b, "ATOM  %5d  CA  %3s %s%4d%1s   %8.3f%8.3f%8.3f  1.00 20.00           C\n", atom, res, chain, n, icode, float64(n), 1.0, 2.0)
-	}
-	for i := 1; i <= 60; i++ {
-		add("A", "GLU", i, "")
-		if i == 52 {
-			add("A", "GLY", 52, "A")
-		}
-	}
-	b.WriteString("TER\n")
-	for _, chain := range []string{"B", "C"} {
-		for i := 1; i <= 12; i++ {
-			add(chain, " DA", i, "")
-		}
-		b.WriteString("TER\n")
-	}
-	b.WriteString("END\n")
-	return b.String()
-}
-
 // designCorpus is every BoltzGen design spec and structure of our tests, by the test it
 // comes from, and the inputs the fixes of issue 19 accept.
 func designCorpus(t *testing.T) []specCase {
 	bioCIF := readRepoFile(t, "bio/testdata/structures/target.cif")
 	bioPDB := readRepoFile(t, "bio/testdata/structures/target.pdb")
-	e2ePDB := e2eTarget()
+	e2ePDB := boltzgentest.DesignTarget("")
 	const e2eFile = "entities:\n  - protein: {id: H, sequence: 20..30}\n  - file:\n      path: target.pdb\n      include:\n        - chain: {id: A}\n"
 	const sah = "entities:\n  - protein: {id: B, sequence: 12..20}\n  - ligand: {id: L, ccd: SAH}\n"
 	return []specCase{

@@ -22,6 +22,7 @@ import (
 
 	"github.com/chaperone-bio/chaperone/catalog"
 	"github.com/chaperone-bio/chaperone/engine"
+	"github.com/chaperone-bio/chaperone/engine/boltzgen/boltzgentest"
 	"github.com/chaperone-bio/chaperone/engine/pins"
 	"github.com/chaperone-bio/chaperone/internal/realtools"
 	"github.com/chaperone-bio/chaperone/job"
@@ -221,7 +222,7 @@ func sharedMols(t *testing.T, env realtools.Env) string {
 		args := []string{mustAbs(t, filepath.Join("testdata", "mols.py")), filepath.Join(molsDir, "mols"),
 			"SAH", "WHL", "UNK", "DA", "DC", "DG", "DT", "DN", "A", "C", "G", "U", "N"}
 		for name, text := range map[string]string{"bio.cif": readRepoFile(t, "bio/testdata/structures/target.cif"),
-			"bio.pdb": readRepoFile(t, "bio/testdata/structures/target.pdb"), "e2e.pdb": e2eTarget(), "engine.cif": targetCIF} {
+			"bio.pdb": readRepoFile(t, "bio/testdata/structures/target.pdb"), "e2e.pdb": boltzgentest.DesignTarget(""), "engine.cif": targetCIF} {
 			p := filepath.Join(molsDir, name)
 			if molsErr = os.WriteFile(p, []byte(text), 0o644); molsErr != nil {
 				return
