@@ -38,6 +38,28 @@ type Pin struct {
 	// TierPackages are installed beside the tool in the test tier's environment only, to
 	// build test inputs (for example biotite for CCD data); a worker never needs them.
 	TierPackages []string `json:"tier_packages"`
+	// Torch is the torch release of this tool's environment when the file's one does not
+	// fit it (a release that requires a newer torch); empty for the file's.
+	Torch string `json:"torch"`
+	// Executable is the program of the environment that --tool names: the tool's command,
+	// or "python" for a package chaperone imports (its engine's Python driver).
+	Executable string `json:"executable"`
+}
+
+// TorchRelease is the torch release installed with the tool.
+func (p Pin) TorchRelease() string {
+	if p.Torch != "" {
+		return p.Torch
+	}
+	return all.Torch
+}
+
+// Program is the file of the environment's bin folder that --tool names.
+func (p Pin) Program() string {
+	if p.Executable != "" {
+		return p.Executable
+	}
+	return p.Tool
 }
 
 // Requirement is the pin as pip and uv take it: boltz[cuda]==2.2.1.
@@ -68,18 +90,19 @@ func (p Pin) GuideRow() string {
 		with += fmt.Sprintf(" %q", c)
 	}
 	install := fmt.Sprintf("`uv venv -p %s %s && uv pip install -p %s \"%s\" torch==%s%s`",
-		p.GuidePython(), p.GuideDir, p.GuideDir, p.Requirement(), all.Torch, with)
+		p.GuidePython(), p.GuideDir, p.GuideDir, p.Requirement(), p.TorchRelease(), with)
 	tier := "Python " + all.TierPython
 	if p.GuidePython() != all.TierPython {
 		tier += fmt.Sprintf(" (it asks for %s; installed without that check)", p.RequiresPython)
 	}
 	return fmt.Sprintf("| %s | %s %s | %s | %s | `--tool %s=%s/bin/%s` |",
-		p.Title, p.Package, p.Version, install, tier, p.Tool, p.GuideDir, p.Tool)
+		p.Title, p.Package, p.Version, install, tier, p.Tool, p.GuideDir, p.Program())
 }
 
 // Set is the whole file.
 type Set struct {
-	// Torch is the torch release every environment of the tier installs.
+	// Torch is the torch release every environment of the tier installs, unless a pin
+	// names its own.
 	Torch string `json:"torch"`
 	// TierPython is the Python the tier runs the tools on.
 	TierPython string `json:"tier_python"`

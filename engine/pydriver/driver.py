@@ -20,18 +20,20 @@ Requests (Go -> driver), one at a time, each answered by events ending in "done"
          "structure" {"target", "sample", "file", "tokens", "ptm", "iptm", "plddt"} + payload
          pae [tokens, tokens]; "target_failed" {"target", "message", "oom"} for a target the
          model failed on; "progress" {"done", "total"} after each target
-MODEL is {"id", "loader": "esmc"|"saprot"|"esmfold2", "name": hub name, "fast": bool,
-"bytes": estimated weight bytes}.
+MODEL is {"id", "loader": "esmc"|"saprot"|"esmfold2", "name": hub repository, "folder":
+the operator's weights folder or null, "backbone": ESMFold2's ESM C folder or null, "fast":
+bool, "bytes": estimated weight bytes, "d_model": the catalog's width of an embedding model}.
 Events (driver -> Go): "ready" {"package", "version"} once at start; "loading" / "loaded"
 {"model"}; "done" {"passes"}; "error" {"message", "traceback", "oom", "sequence"} when a
 request failed (the driver lives on). Every event carries "loads" (models loaded since the
 driver started) and "resident" (the model ids loaded now, least recently used first). A driver that cannot go on exits
 with its traceback on stderr, which Go puts in the job's log.
 
-Memory policy: models stay loaded, least recently used first out. Before a load on a GPU,
-models are freed while the free memory is below the new model's estimated size; a load
-that still runs out of memory frees the least recently used model and tries again, until
-nothing else is loaded.
+Memory policy: models stay loaded, least recently used first out. Before a load, models
+are freed while the free memory (the GPU's, or the machine's on a CPU-only worker) is below
+the new model's estimated size; a load that still runs out of memory frees the least
+recently used model and tries again, until nothing else is loaded. Each forward pass logs
+its peak memory (allocated GPU memory, or the process's peak resident set on the CPU).
 """
 
 import argparse
@@ -107,84 +109,165 @@ def is_oom(err):
         return True
     if torch is not None and isinstance(err, getattr(torch.cuda, "OutOfMemoryError", ())):
         return True
-    return "out of memory" in str(err).lower()
+    # torch's CPU allocator says "DefaultCPUAllocator: not enough memory" (or "can't
+    # allocate memory"), its CUDA one "CUDA out of memory".
+    text = str(err).lower()
+    return any(s in text for s in ("out of memory", "not enough memory", "can't allocate memory"))
+
+
+def available_memory():
+    """Bytes a load may take now: free GPU memory on a GPU, else the machine's available
+    memory (/proc/meminfo's MemAvailable); None when unknown."""
+    if cuda():
+        return torch.cuda.mem_get_info()[0]
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+class PeakMemory:
+    """The peak memory of one stretch of work: allocated GPU memory on a GPU, else the
+    process's peak resident set (VmHWM, reset through /proc/self/clear_refs)."""
+
+    def __enter__(self):
+        if cuda():
+            torch.cuda.reset_peak_memory_stats()
+        else:
+            try:
+                with open("/proc/self/clear_refs", "w") as f:
+                    f.write("5")
+            except OSError:
+                pass
+        return self
+
+    def __exit__(self, *exc):
+        self.bytes = None
+        if cuda():
+            self.bytes = torch.cuda.max_memory_allocated()
+            return
+        try:
+            with open("/proc/self/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        self.bytes = int(line.split()[1]) * 1024
+        except OSError:
+            pass
+
+
+def gigabytes(n):
+    return "unknown" if n is None else f"{n / 1e9:.2f} GB"
 
 
 # ---- models ----------------------------------------------------------------------------
 
 
+def device():
+    return torch.device("cuda") if cuda() else "cpu"
+
+
+def weights_dtype(fast):
+    """bf16 when fast (on a GPU), else fp32; None without torch (the tests' stand-ins)."""
+    if torch is None:
+        return None
+    return torch.bfloat16 if fast else torch.float32
+
+
+def source(spec):
+    """Where from_pretrained reads a model: the operator's folder, else its hub repository."""
+    return spec.get("folder") or spec["name"]
+
+
+def check_width(spec, width):
+    """A folder the operator named must hold the catalog's model: its width is what the
+    catalog promises every client, and every vector is checked against it."""
+    want = spec.get("d_model")
+    if want and width != want:
+        raise ValueError(f"{source(spec)} holds a model of width {width}, not {spec['id']}'s {want}: "
+                         f"name a copy of {spec['name']} for {spec['id']}")
+
+
 class ESMCModel:
-    """ESM C through esm.models.esmc.ESMC. embeddings: [B, L+2, d_model], row 0 <cls>, row
-    L+1 <eos>, padding after."""
+    """ESM C through esm's EsmcModel (esm >= 3.4), the encoder without its LM head, asked for
+    the last hidden state only: the deprecated ESMC wrapper stacks every layer's state and
+    then concatenates a copy, which at esmc-6b's token budget is gigabytes for nothing.
+    last_hidden_state is [B, L+2, hidden] (after the final LayerNorm, what ESMC's
+    embeddings always were), <cls> first, <eos> after the last residue, padding after."""
 
     def __init__(self, spec):
-        from esm.models.esmc import ESMC
+        from esm.models.esmc import EsmcModel, EsmcTokenizer
 
-        if spec["fast"] or not cuda():
-            # from_pretrained casts to bf16 on a GPU; on the CPU it stays fp32.
-            self.model = ESMC.from_pretrained(spec["name"])
-        else:
-            self.model = ESMC.from_pretrained(spec["name"], device=torch.device("cpu"))
-            self.model = self.model.to(torch.device("cuda"))
-        self.model.eval()
-        self.fast = spec["fast"]
+        self.fast = spec["fast"] and cuda()
+        # On a GPU, fast is bf16 weights and flash attention where flash-attn is installed
+        # (esm falls back to sdpa without it); otherwise fp32 throughout.
+        self.model = EsmcModel.from_pretrained(
+            source(spec),
+            device=device(),
+            dtype=weights_dtype(self.fast),
+            attn_implementation="flash_attention_2" if self.fast else "sdpa",
+        ).eval()
+        check_width(spec, self.model.config.hidden_size)
+        self.tokenizer = EsmcTokenizer()
 
     def hidden(self, seqs):
-        # A batch goes through ESMC's own tokenizer and forward (what logits runs for one
-        # protein): logits always autocasts to bf16 on a GPU, which fast=false must not.
-        tokens = self.model._tokenize(seqs)
+        enc = self.tokenizer(seqs, return_tensors="pt", padding=True).to(device())
         with inference(self.fast):
-            out = self.model(sequence_tokens=tokens)
-        return out.embeddings
+            out = self.model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"], output_hidden_states=False)
+        return out.last_hidden_state
 
 
 class SaProtModel:
-    """SaProt through transformers' EsmForMaskedLM, sequence-only: every residue is written
-    <aa># (structure token masked). The last hidden state is [B, L+2, hidden], <cls> first,
-    <eos> after the last residue."""
+    """SaProt through transformers' EsmModel (the checkpoint's EsmForMaskedLM without its LM
+    head), sequence-only: every residue is written <aa># (structure token masked). The last
+    hidden state, after ESM's final LayerNorm as SaProt uses it, is [B, L+2, hidden], <cls>
+    first, <eos> after the last residue."""
 
     def __init__(self, spec):
-        from transformers import EsmForMaskedLM, EsmTokenizer
+        from transformers import EsmModel, EsmTokenizer
 
-        kwargs = {}
-        if spec["fast"] and cuda():
-            kwargs["torch_dtype"] = torch.bfloat16
-        self.tokenizer = EsmTokenizer.from_pretrained(spec["name"])
-        self.model = EsmForMaskedLM.from_pretrained(spec["name"], **kwargs)
-        if cuda():
-            self.model = self.model.to(torch.device("cuda"))
-        self.model.eval()
-        self.fast = spec["fast"]
+        self.fast = spec["fast"] and cuda()
+        self.tokenizer = EsmTokenizer.from_pretrained(source(spec))
+        self.model = EsmModel.from_pretrained(source(spec), add_pooling_layer=False,
+                                              dtype=weights_dtype(self.fast))
+        self.model = self.model.to(device()).eval()
+        check_width(spec, self.model.config.hidden_size)
 
     def hidden(self, seqs):
         masked = ["".join(aa + "#" for aa in s) for s in seqs]
-        enc = self.tokenizer(masked, return_tensors="pt", padding=True)
-        if cuda():
-            enc = enc.to(torch.device("cuda"))
+        enc = self.tokenizer(masked, return_tensors="pt", padding=True).to(device())
         with inference(self.fast):
-            out = self.model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"], output_hidden_states=True)
-        return out.hidden_states[-1]
+            out = self.model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"])
+        return out.last_hidden_state
 
 
 class ESMFold2:
-    """ESMFold2 through Biohub transformers' ESMFold2Model and esm's ESMFold2InputBuilder."""
+    """ESMFold2 through esm's EsmFold2Model (esm >= 3.4) and ESMFold2InputBuilder."""
 
     def __init__(self, spec):
-        from esm.models.esmfold2 import ESMFold2InputBuilder
+        from esm.models.esmfold2 import ESMFold2InputBuilder, EsmFold2Model
 
-        try:
-            from transformers.models.esmfold2.modeling_esmfold2 import ESMFold2Model as Model
-        except ImportError:  # later transformers releases spell it EsmFold2Model
-            from transformers.models.esmfold2.modeling_esmfold2 import EsmFold2Model as Model
-        kwargs = {}
-        if spec["fast"] and cuda():
-            kwargs["torch_dtype"] = torch.bfloat16
-        self.model = Model.from_pretrained(spec["name"], **kwargs)
-        if cuda():
-            self.model = self.model.cuda()
-        self.model.eval()
-        self.builder = ESMFold2InputBuilder()
-        self.fast = spec["fast"]
+        self.fast = spec["fast"] and cuda()
+        backbone = spec.get("backbone")
+        self.model = EsmFold2Model.from_pretrained(
+            source(spec),
+            # The ESM C backbone comes from the operator's folder when one is named, else
+            # from the repository the checkpoint's config names (downloaded on first use).
+            load_esmc=not backbone,
+            device="cpu",
+            dtype=weights_dtype(True) if self.fast else None,
+        )
+        if self.model.esmc is None:  # a checkpoint that bundles its backbone keeps it
+            self.model.load_esmc(backbone)
+        self.model = self.model.to(device()).eval()
+        # The chemical components: ESMCFOLD_CCD_PATH when set, else ccd.pkl of the
+        # operator's folder, else esm downloads the repository's.
+        folder = spec.get("folder")
+        ccd = folder if folder and os.path.exists(os.path.join(folder, "ccd.pkl")) else None
+        self.builder = ESMFold2InputBuilder(ccd_cache=ccd)
 
     def fold(self, target, req):
         from esm.models.esmfold2 import MSA, Modification, ProteinInput, StructurePredictionInput
@@ -251,7 +334,7 @@ class Driver:
             return held[1]
         if held is not None:
             self.free(key)
-        self.make_room(spec.get("bytes", 0))
+        self.make_room(spec)
         self.send("loading", model=key)
         started = time.monotonic()
         while True:
@@ -268,11 +351,17 @@ class Driver:
         self.send("loaded", model=key, seconds=time.monotonic() - started)
         return model
 
-    def make_room(self, need):
-        if not need or not cuda():
+    def make_room(self, spec):
+        need = spec.get("bytes", 0)
+        if not need:
             return
-        while self.resident and torch.cuda.mem_get_info()[0] < need:
-            self.free(next(iter(self.resident)))
+        while self.resident:
+            free = available_memory()
+            if free is None or free >= need:
+                return
+            lru = next(iter(self.resident))
+            print(f"chaperone driver: {gigabytes(free)} free, {spec['id']} needs {gigabytes(need)}; freeing {lru}", file=sys.stderr)
+            self.free(lru)
 
     def free(self, key):
         del self.resident[key]
@@ -290,8 +379,13 @@ class Driver:
         passes = done = 0
         for batch in req["batches"]:
             try:
-                hidden = as_array(model.hidden([seqs[i]["sequence"] for i in batch]))
+                started = time.monotonic()
+                with PeakMemory() as peak:
+                    hidden = as_array(model.hidden([seqs[i]["sequence"] for i in batch]))
                 passes += 1
+                longest = max(len(seqs[i]["sequence"]) for i in batch)
+                print(f"chaperone driver: pass {passes}: {len(batch)} sequence(s) of up to {longest} residues "
+                      f"in {time.monotonic() - started:.2f} s, peak memory {gigabytes(peak.bytes)}", file=sys.stderr)
                 vectors = [(i, hidden[k]) for k, i in enumerate(batch)]
             except Exception as err:
                 if len(batch) == 1:
@@ -377,6 +471,26 @@ def version(package):
     return str(v)
 
 
+# What the loaders import from each package: esm has both classes from 3.4 on.
+NEEDS = {
+    "esm": [("esm.models.esmc", "EsmcModel"), ("esm.models.esmc", "EsmcTokenizer"),
+            ("esm.models.esmfold2", "EsmFold2Model"), ("esm.models.esmfold2", "ESMFold2InputBuilder")],
+    "transformers": [("transformers", "EsmModel"), ("transformers", "EsmTokenizer")],
+}
+
+
+def missing(package):
+    """The names the loaders need that the installed package lacks, as module.Name."""
+    out = []
+    for module, name in NEEDS.get(package, []):
+        try:
+            if not hasattr(importlib.import_module(module), name):
+                out.append(f"{module}.{name}")
+        except ImportError:
+            out.append(f"{module}.{name}")
+    return out
+
+
 def main():
     # Positional arguments only: the interpreter is the operator's tool, and the driver's
     # command line is chaperone's own.
@@ -388,7 +502,7 @@ def main():
     args = parser.parse_args()
     faulthandler.enable()  # a crash in native code still leaves the Python stack in the log
     if args.mode == "check":
-        print(json.dumps({"package": args.package, "version": version(args.package)}))
+        print(json.dumps({"package": args.package, "version": version(args.package), "missing": missing(args.package)}))
         return
     if args.mode == "once":
         with open(args.files[0], "rb") as requests, open(args.files[1], "wb") as events:

@@ -88,7 +88,7 @@ func (e *Engine) embed(ctx context.Context, run *engine.Run, ch channel, m model
 		Sequences: make([]job.EmbeddedSequence, len(seqs))}}
 	rows := make([]embeddingRow, len(seqs))
 	seen := make([]bool, len(seqs))
-	req := embedRequest{Op: "embed", Model: m.spec(p.Fast), Pool: p.Pool, PerResidue: p.Format == "npz",
+	req := embedRequest{Op: "embed", Model: m.spec(p.Fast, run.Tools), Pool: p.Pool, PerResidue: p.Format == "npz",
 		Sequences: seqs, Batches: buckets(seqs)}
 	fmt.Fprintf(run.Log, "== chaperone: %d sequence(s) of %s in %d length bucket(s) ==\n", len(seqs), m.id, len(req.Batches))
 	run.Report(job.Progress{Stage: job.StageEmbedding, Total: len(seqs)})

@@ -94,7 +94,7 @@ func (e *Engine) fold(ctx context.Context, run *engine.Run, ch channel, m model)
 	if err := os.MkdirAll(raw, 0o755); err != nil {
 		return nil, err
 	}
-	req := foldRequest{Op: "fold", Model: m.spec(p.Fast), NumLoops: m.loops, NumSamplingSteps: m.steps,
+	req := foldRequest{Op: "fold", Model: m.spec(p.Fast, run.Tools), NumLoops: m.loops, NumSamplingSteps: m.steps,
 		Samples: p.DiffusionSamples, Seed: p.SeedOr(foldSeed), Format: p.OutputFormat, OutDir: raw}
 	if p.RecyclingSteps != nil {
 		req.NumLoops = *p.RecyclingSteps

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/chaperone-bio/chaperone/engine"
+	"github.com/chaperone-bio/chaperone/engine/pins"
 )
 
 //go:embed driver.py
@@ -48,15 +49,39 @@ type model struct {
 	params       int64 // parameter count, for the driver's estimate of the memory a load needs
 	// repos are the Hugging Face repositories from_pretrained downloads for it.
 	repos []string
+	// backbone is the catalog model whose weights folder, when the operator names one,
+	// is this structure model's language-model backbone (ESMFold2's ESM C 6B).
+	backbone string
 }
 
-// spec is the model as a request names it to the driver.
-func (m model) spec(fast bool) map[string]any {
+// spec is the model as a request names it to the driver, with the weights folders the
+// operator named on this worker (weights.go).
+func (m model) spec(fast bool, tools engine.Tools) map[string]any {
 	width := int64(4)
 	if fast {
 		width = 2
 	}
-	return map[string]any{"id": m.id, "loader": m.loader, "name": m.name, "fast": fast, "bytes": m.params * width}
+	need := m.params * width
+	folder := weightsFolder(tools, m.id)
+	if folder != "" {
+		if n := folderBytes(folder); n > 0 {
+			need = n
+		}
+	}
+	spec := map[string]any{"id": m.id, "loader": m.loader, "name": m.name, "fast": fast, "bytes": need,
+		"folder": nil, "backbone": nil}
+	if folder != "" {
+		spec["folder"] = folder
+	}
+	if m.backbone != "" {
+		if dir := weightsFolder(tools, m.backbone); dir != "" {
+			spec["backbone"] = dir
+		}
+	}
+	if m.dModel > 0 {
+		spec["d_model"] = m.dModel
+	}
+	return spec
 }
 
 // Engine drives one Python package's models through the driver.
@@ -93,19 +118,19 @@ func ESM(cfg Config) *Engine {
 		msa:     cfg,
 		http:    &http.Client{Timeout: time.Minute},
 		name:    "esm",
-		install: `the esm package (pip install "esm @ git+https://github.com/Biohub/esm.git")`,
-		// Biohub/esm at b6b0e88, whose pyproject says 3.3.0 (research brief §4, §8).
-		tested: "3.3",
-		// ESMFold2 also pulls its ESMC-6B backbone (ESMFold2Config.esmc_id); ESM C's weights
-		// are the repositories esm/pretrained.py loads.
+		install: install(pins.For("esm")),
+		tested:  pins.For("esm").Version,
+		// The repositories are esm's own names (esm/models/esmc/config.py and
+		// esmfold2/config.py; the tier holds them to the pinned release). ESMFold2 also
+		// pulls its ESM C 6B backbone, the repository its config's esmc_id names.
 		models: []model{
 			{id: "esmfold2", loader: "esmfold2", name: "biohub/ESMFold2", loops: 10, steps: 100, params: 7_000_000_000,
-				repos: []string{"biohub/ESMFold2", "biohub/ESMC-6B"}},
+				repos: []string{"biohub/ESMFold2", "biohub/ESMC-6B"}, backbone: "esmc-6b"},
 			{id: "esmfold2-fast", loader: "esmfold2", name: "biohub/ESMFold2-Fast", loops: 10, steps: 100, params: 6_500_000_000,
-				repos: []string{"biohub/ESMFold2-Fast", "biohub/ESMC-6B"}},
-			{id: "esmc-300m", loader: "esmc", name: "esmc_300m", dModel: 960, params: 300_000_000, repos: []string{"biohub/esmc-300m-2024-12"}},
-			{id: "esmc-600m", loader: "esmc", name: "esmc_600m", dModel: 1152, params: 600_000_000, repos: []string{"biohub/esmc-600m-2024-12"}},
-			{id: "esmc-6b", loader: "esmc", name: "esmc_6b", dModel: 2560, params: 6_000_000_000, repos: []string{"biohub/esmc-6b-2024-12"}},
+				repos: []string{"biohub/ESMFold2-Fast", "biohub/ESMC-6B"}, backbone: "esmc-6b"},
+			{id: "esmc-300m", loader: "esmc", name: "biohub/ESMC-300M", dModel: 960, params: 300_000_000, repos: []string{"biohub/ESMC-300M"}},
+			{id: "esmc-600m", loader: "esmc", name: "biohub/ESMC-600M", dModel: 1152, params: 600_000_000, repos: []string{"biohub/ESMC-600M"}},
+			{id: "esmc-6b", loader: "esmc", name: "biohub/ESMC-6B", dModel: 2560, params: 6_000_000_000, repos: []string{"biohub/ESMC-6B"}},
 		},
 		checked: map[string]string{},
 	}
@@ -115,7 +140,8 @@ func ESM(cfg Config) *Engine {
 func Transformers() *Engine {
 	return &Engine{
 		name:    "transformers",
-		install: "Hugging Face transformers with PyTorch (pip install transformers torch)",
+		install: install(pins.For("transformers")),
+		tested:  pins.For("transformers").Version,
 		models: []model{
 			{id: "saprot-650m", loader: "saprot", name: "westlake-repl/SaProt_650M_AF2", dModel: 1280, params: 650_000_000,
 				repos: []string{"westlake-repl/SaProt_650M_AF2"}},
@@ -124,6 +150,15 @@ func Transformers() *Engine {
 		},
 		checked: map[string]string{},
 	}
+}
+
+// install says how to install a pinned package, for the message when it is missing.
+func install(p pins.Pin) string {
+	how := fmt.Sprintf("%s with torch (pip install %q torch==%s", p.Package, p.Requirement(), p.TorchRelease())
+	if p.IgnoreRequiresPython {
+		how += fmt.Sprintf("; it asks for Python %s: on an older Python add --ignore-requires-python", p.RequiresPython)
+	}
+	return how + ")"
 }
 
 var _ engine.Warm = (*Engine)(nil)
@@ -229,13 +264,20 @@ func (e *Engine) probe(ctx context.Context, python string) error {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	exit := cmd.Run()
-	var v struct{ Version string }
+	var v struct {
+		Version string
+		Missing []string
+	}
 	// The first JSON value printed is the answer; whatever follows it is not.
 	if err := json.NewDecoder(bytes.NewReader(stdout.Bytes())).Decode(&v); err != nil || v.Version == "" {
 		if exit == nil {
 			exit = fmt.Errorf("no version on its output: %q", stdout.String())
 		}
 		return fmt.Errorf("the %s interpreter %s cannot import %s (%v): %s; install %s", e.name, python, e.name, exit, lastLine(stderr.String()), e.install)
+	}
+	if len(v.Missing) > 0 {
+		return fmt.Errorf("the %s interpreter %s has %s %s, which lacks %s; install %s", e.name, python, e.name, v.Version,
+			strings.Join(v.Missing, ", "), e.install)
 	}
 	return nil
 }

@@ -130,7 +130,7 @@ func TestASessionLoadsAModelOnceForManyJobs(t *testing.T) {
 		if _, err := sess.Run(t.Context(), newRun(t, embedJob("esmc-300m", nil, "MKTAYIAKQR", "MKV"), log)); err != nil {
 			t.Fatalf("job %d: %v\n%s", i+1, err, log)
 		}
-		if !strings.Contains(log.String(), "== chaperone: esm 3.4.1+standin, models loaded: ") {
+		if !strings.Contains(log.String(), "== chaperone: esm 3.4.3+standin, models loaded: ") {
 			t.Errorf("job %d: the log does not name the package's version:\n%s", i+1, log)
 		}
 		// What the model prints on stdout reaches the log, not the protocol.

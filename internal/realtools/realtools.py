@@ -52,9 +52,14 @@ def load_pins():
 def env_dir(pins, pin):
     """The environment of one pin: its tool's name and a hash of everything that shapes it."""
     installed = {k: pin.get(k) for k in INSTALLED}
-    shape = {"pin": installed, "torch": pins["torch"], "python": pins["tier_python"], "layout": LAYOUT}
+    shape = {"pin": installed, "torch": torch_release(pins, pin), "python": pins["tier_python"], "layout": LAYOUT}
     digest = hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:12]
     return root() / f"{pin['tool']}-{digest}"
+
+
+def torch_release(pins, pin):
+    """The pin's own torch when it names one (a release that needs a newer torch), else the file's."""
+    return pin.get("torch") or pins["torch"]
 
 
 def uv():
@@ -115,7 +120,7 @@ def install(pins, pin):
     tool = uv()
     run([tool, "venv", "-q", "-p", pins["tier_python"], str(target)], env=env)
     python = str(target / "bin" / "python")
-    torch = f"torch=={pins['torch']}"
+    torch = f"torch=={torch_release(pins, pin)}"
     if pin.get("ignore_requires_python"):
         # uv has no --ignore-requires-python: the package alone is installed as for the
         # Python it asks for (it is pure Python), then what it declares for this one.

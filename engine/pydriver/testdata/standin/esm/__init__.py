@@ -1,3 +1,3 @@
-"""Stand-in of Biohub's esm package for chaperone's tests (see _standin)."""
+"""Stand-in of the esm package (3.4 layout) for chaperone's tests (see _standin)."""
 
-__version__ = "3.4.1+standin"
+__version__ = "3.4.3+standin"

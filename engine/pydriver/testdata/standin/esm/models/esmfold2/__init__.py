@@ -1,5 +1,5 @@
-"""Stand-in of esm.models.esmfold2: the input types and ESMFold2InputBuilder.fold with the real
-signature. Sample k of a fold of N residues (all chains) scores:
+"""Stand-in of esm.models.esmfold2 as esm 3.4 has it: EsmFold2Model, the input types and
+ESMFold2InputBuilder.fold with the real signatures. Sample k of a fold of N residues (all chains) scores:
   ptm   = 0.5 + 0.1 * ((2k + 1) % 5)
   iptm  = 0.4 + 0.05 k with two chains or more, else None
   plddt = per residue i: 0.5 + 0.01 (i % 40) + 0.02 k, plus 0.1 when any chain has an MSA
@@ -98,9 +98,43 @@ class MolecularComplexResult:
     distogram: object = None
 
 
+_NAMES = ("biohub/ESMFold2", "biohub/ESMFold2-Fast")
+
+
+class EsmFold2Model:
+    def __init__(self, name):
+        self.name = name
+        self.esmc = None
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *, load_esmc=True, esmc_precision="fp8", config=None,
+                        device="cpu", dtype=None, **kwargs):
+        if pretrained_model_name_or_path not in _NAMES:
+            raise OSError(f"{pretrained_model_name_or_path} is not a valid model identifier")
+        model = cls(pretrained_model_name_or_path)
+        _standin.load(model, pretrained_model_name_or_path)
+        if load_esmc:
+            model.esmc = "biohub/ESMC-6B"
+        return model
+
+    def load_esmc(self, esmc_model_path, precision="fp8"):
+        self.esmc = esmc_model_path
+
+    def eval(self):
+        return self
+
+    def to(self, *args, **kwargs):
+        return self
+
+
 class ESMFold2InputBuilder:
-    def fold(self, model, input, num_loops=3, num_sampling_steps=200, num_diffusion_samples=1, seed=0, noise_scale=None,
-             step_scale=None, max_inference_sigma=None, early_exit=False, complex_id="pred"):
+    def __init__(self, ccd_cache=None):
+        self.ccd_cache = ccd_cache
+
+    def fold(self, model, input, *, num_loops=20, num_sampling_steps=200, num_diffusion_samples=1, seed=None,
+             noise_scale=None, step_scale=None, max_inference_sigma=None, lm_mask_pct=None, lm_dropout=0.3,
+             early_exit=None, msa_max_depth=1024, msa_column_mask_rate=0.1, msa_subsample_at_inference=None,
+             include_embeddings=False, complex_id="pred"):
         chains = input.sequences
         _standin.forward([c.sequence for c in chains])
         print(f"standin: fold seed {seed}", file=sys.stderr, flush=True)

@@ -1,9 +1,7 @@
-"""Stand-in of EsmForMaskedLM as SaProt's checkpoints configure it. hidden_states is a tuple
-of num_hidden_layers + 1 arrays [B, L+2, hidden_size], the last after the final layer norm."""
+"""Stand-in of EsmModel as SaProt's checkpoints configure it: last_hidden_state is
+[B, L+2, hidden_size], after the final layer norm."""
 
 from dataclasses import dataclass
-
-import numpy as np
 
 import _standin
 from transformers.models.esm.tokenization_esm import AA, SPECIALS, STRUC
@@ -22,22 +20,22 @@ class EsmConfig:
 
 
 @dataclass
-class MaskedLMOutput:
-    loss: object = None
-    logits: object = None
+class BaseModelOutputWithPoolingAndCrossAttentions:
+    last_hidden_state: object = None
+    pooler_output: object = None
     hidden_states: tuple | None = None
     attentions: tuple | None = None
 
 
-class EsmForMaskedLM:
-    def __init__(self, config):
+class EsmModel:
+    def __init__(self, config, add_pooling_layer=True):
         self.config = config
 
     @classmethod
-    def from_pretrained(cls, pretrained_model_name_or_path, torch_dtype=None, **kwargs):
+    def from_pretrained(cls, pretrained_model_name_or_path, *model_args, add_pooling_layer=True, dtype=None, **kwargs):
         if pretrained_model_name_or_path not in _CONFIGS:
             raise OSError(f"{pretrained_model_name_or_path} is not a local folder and is not a valid model identifier")
-        model = cls(EsmConfig(*_CONFIGS[pretrained_model_name_or_path]))
+        model = cls(EsmConfig(*_CONFIGS[pretrained_model_name_or_path]), add_pooling_layer=add_pooling_layer)
         _standin.load(model, pretrained_model_name_or_path)
         return model
 
@@ -47,14 +45,9 @@ class EsmForMaskedLM:
     def to(self, *args, **kwargs):
         return self
 
-    def forward(self, input_ids=None, attention_mask=None, output_hidden_states=None, return_dict=None, **kwargs):
-        ids = np.asarray(input_ids)
+    def forward(self, input_ids=None, attention_mask=None, **kwargs):
         vocab = SPECIALS + [a + s for a in AA for s in STRUC]
-        _standin.forward(["".join(vocab[t][0] for t in row if t >= len(SPECIALS)) for row in ids])
-        last = _standin.value(ids, self.config.hidden_size)
-        hidden = None
-        if output_hidden_states:
-            hidden = (last,) * self.config.num_hidden_layers + (last,)
-        return MaskedLMOutput(logits=np.zeros(ids.shape + (self.config.vocab_size,), dtype=np.float32), hidden_states=hidden)
+        _standin.forward(["".join(vocab[t][0] for t in row if t >= len(SPECIALS)) for row in input_ids])
+        return BaseModelOutputWithPoolingAndCrossAttentions(last_hidden_state=_standin.value(input_ids, self.config.hidden_size))
 
     __call__ = forward
