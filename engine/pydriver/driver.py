@@ -250,18 +250,24 @@ class ESMFold2:
     def __init__(self, spec):
         from esm.models.esmfold2 import ESMFold2InputBuilder, EsmFold2Model
 
+        # fast on a GPU is upstream's default, the ESM C backbone in fp8 (ESMFold2 was trained
+        # with it); otherwise the backbone is fp32. The trunk keeps its own weights' dtype and
+        # esm's own bf16 autocast on a GPU. On the CPU only fp32 runs: esm's bf16 and fp8
+        # backbones meet fp32 layers there without the autocast that reconciles them
+        # (esm/models/esmfold2/layers.py:2292 refuses the mix).
         self.fast = spec["fast"] and cuda()
+        precision = "fp8" if self.fast else "fp32"
         backbone = spec.get("backbone")
         self.model = EsmFold2Model.from_pretrained(
             source(spec),
             # The ESM C backbone comes from the operator's folder when one is named, else
             # from the repository the checkpoint's config names (downloaded on first use).
             load_esmc=not backbone,
+            esmc_precision=precision,
             device="cpu",
-            dtype=weights_dtype(True) if self.fast else None,
         )
         if self.model.esmc is None:  # a checkpoint that bundles its backbone keeps it
-            self.model.load_esmc(backbone)
+            self.model.load_esmc(backbone, precision=precision)
         self.model = self.model.to(device()).eval()
         # The chemical components: ESMCFOLD_CCD_PATH when set, else ccd.pkl of the
         # operator's folder, else esm downloads the repository's.
