@@ -132,9 +132,9 @@ func TestUpstreamESMFold2EndToEnd(t *testing.T) {
 		"      modifications:\n        - {position: 3, ccd: SEP}\n" +
 		"      msa: |\n        >query\n        MKTAYIAKQR\n        >hit\n        MKTSYLAKQR\n  - protein: {id: B, sequence: GSGSGSGS}\n"
 	for _, tc := range []struct {
-		name     string
-		body     map[string]any
-		chains   string // as gemmi reads them: chain and residue count
+		name   string
+		body   map[string]any
+		chains string // as gemmi reads them: chain and residue count
 		// tokens: one a standard residue, one an atom of a modified one (SEP: 10 without
 		// its leaving atom); esm's PDB writer keeps standard residues only.
 		tokens   int
