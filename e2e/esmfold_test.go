@@ -120,6 +120,10 @@ func TestESMFold2RequestsItCannotTakeAre400(t *testing.T) {
 		{"an alignment in CSV", map[string]any{"model": "esmfold2", "targets": []any{map[string]any{"name": "t",
 			"content": "version: 1\nsequences:\n  - protein:\n      id: A\n      sequence: MKTAYIAKQR\n      msa: |\n        key,sequence\n        -1,MKTAYIAKQR\n"}}},
 			"esmfold2 reads alignments in A3M"},
+		{"a modified residue as PDB", map[string]any{"model": "esmfold2", "params": map[string]any{"output_format": "pdb"},
+			"targets": []any{map[string]any{"name": "t", "content": "version: 1\nsequences:\n  - protein:\n      id: A\n      sequence: MKTAYIAKQR\n" +
+				"      modifications:\n        - {position: 3, ccd: SEP}\n"}}},
+			"chain A has a modified residue (SEP), which esmfold2 cannot write as PDB"},
 	} {
 		detail := s.post("/v1/predictions", tc.body).problem(http.StatusBadRequest, "invalid-input")
 		mustf(t, strings.Contains(detail, tc.want), "%s: detail %q; want %q", tc.name, detail, tc.want)

@@ -114,7 +114,8 @@ func TestUpstreamEmbeddingsAreTheModelsOwn(t *testing.T) {
 // TestUpstreamESMFold2EndToEnd folds through the server over HTTP with the pinned esm on the
 // CPU: a small ESMFold2 built by the test from esm's own config with random weights and its
 // ESM C backbone bundled, named by folder (--tool esmfold2=DIR), with the ccd.pkl beside it.
-// A monomer, a complex with an alignment on one chain and a phosphoserine, as mmCIF and PDB:
+// A monomer, a complex with an alignment on one chain (and a phosphoserine in mmCIF; esm's
+// PDB writer drops modified residues, so a PDB with one is refused at submit), as mmCIF and PDB:
 // every job succeeds, gemmi reads every structure, the row's pLDDT is on 0..1 and the
 // structures carry it ×100 as B-factors (esm's convention), and the PAE is tokens × tokens.
 func TestUpstreamESMFold2EndToEnd(t *testing.T) {
@@ -136,15 +137,16 @@ func TestUpstreamESMFold2EndToEnd(t *testing.T) {
 		body   map[string]any
 		chains string // as gemmi reads them: chain and residue count
 		// tokens: one a standard residue, one an atom of a modified one (SEP: 10 without
-		// its leaving atom); esm's PDB writer keeps standard residues only.
+		// its leaving atom).
 		tokens   int
 		residues float64
 	}{
 		{"monomer as mmCIF", map[string]any{"sequence": "MKTAYIAKQRQISF", "params": map[string]any{"diffusion_samples": 2}},
 			"A 14", 14, 14},
-		{"complex as PDB", map[string]any{"targets": []any{map[string]any{"name": "target_1", "content": complexTarget}},
+		{"complex as PDB", map[string]any{"targets": []any{map[string]any{"name": "target_1",
+			"content": strings.Replace(complexTarget, "      modifications:\n        - {position: 3, ccd: SEP}\n", "", 1)}},
 			"params": map[string]any{"output_format": "pdb", "write_pae": true}},
-			"A 9 B 8", 17 + 10, 18},
+			"A 10 B 8", 18, 18},
 		{"complex as mmCIF", map[string]any{"targets": []any{map[string]any{"name": "target_1", "content": complexTarget}}},
 			"A 10 B 8", 17 + 10, 18},
 	} {

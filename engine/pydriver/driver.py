@@ -110,9 +110,10 @@ def is_oom(err):
     if torch is not None and isinstance(err, getattr(torch.cuda, "OutOfMemoryError", ())):
         return True
     # torch's CPU allocator says "DefaultCPUAllocator: not enough memory" (or "can't
-    # allocate memory"), its CUDA one "CUDA out of memory".
+    # allocate memory"), its CUDA one "CUDA out of memory"; a failed mmap (safetensors
+    # maps the weights' file) is ENOMEM, "Cannot allocate memory".
     text = str(err).lower()
-    return any(s in text for s in ("out of memory", "not enough memory", "can't allocate memory"))
+    return any(s in text for s in ("out of memory", "not enough memory", "can't allocate memory", "cannot allocate memory"))
 
 
 def available_memory():
@@ -335,7 +336,7 @@ class Driver:
     def model(self, spec):
         key = spec["id"]
         held = self.resident.get(key)
-        if held is not None and held[0]["fast"] == spec["fast"]:
+        if held is not None and held[0]["fast"] == spec["fast"] and source(held[0]) == source(spec):
             self.resident.move_to_end(key)
             return held[1]
         if held is not None:

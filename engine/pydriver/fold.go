@@ -69,9 +69,19 @@ func (e *Engine) CheckInput(model string, cx *bio.Complex, params map[string]any
 	if m, ok := e.model(model); !ok || m.loader != "esmfold2" {
 		return nil
 	}
+	p, err := toolkit.NewPredictParams(params)
+	if err != nil {
+		return err
+	}
 	for _, en := range cx.Entities {
 		if en.MSA.Source == bio.MSAInline && en.MSA.Format != bio.A3M {
 			return bio.Errorf(en.Pos, "chain %s: %s reads alignments in A3M; send this one as A3M", en.IDs[0], model)
+		}
+		// esm's PDB writer keeps standard residues only (molecular_complex.py
+		// to_protein_complex): the structure would silently lose the modified ones.
+		if len(en.Modifications) > 0 && p.OutputFormat == "pdb" {
+			return bio.Errorf(en.Pos, "chain %s has a modified residue (%s), which %s cannot write as PDB: esm's PDB writer keeps standard residues only; ask for output_format cif",
+				en.IDs[0], en.Modifications[0].CCD, model)
 		}
 	}
 	return nil

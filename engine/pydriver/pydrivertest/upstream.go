@@ -24,6 +24,8 @@ var (
 	ESMC300M = Shape{960, 15, 2}
 	ESMC600M = Shape{1152, 18, 2}
 	SaProt   = Shape{1280, 20, 2}
+	// ESMC6B has one layer: esmc-6b's width makes even that 320 MB.
+	ESMC6B = Shape{2560, 40, 1}
 )
 
 // TinyModel is a folder holding a model of kind "esmc" (built in env, the esm package's
