@@ -192,12 +192,14 @@ func models(l Limits) []Model {
 		{
 			ID: "esmfold2", Kind: job.PredictKind, Name: "ESMFold2", Tool: "esm", MaxResidues: fold,
 			Capabilities: proteinOnly, Params: predictParams("esmfold2", msaOff, 10, 100, 42),
-			Fast: "On: bf16 weights and autocast; off: fp32 throughout.",
+			Fast: "On (on a GPU): esm's default, the ESM C backbone in fp8, as ESMFold2 was trained; off: the backbone in fp32. " +
+				"esm runs the trunk under its own bf16 autocast on a GPU either way; a CPU-only worker runs fp32 throughout.",
 		},
 		{
 			ID: "esmfold2-fast", Kind: job.PredictKind, Name: "ESMFold2 Fast", Tool: "esm", MaxResidues: fold,
 			Capabilities: esmfold2Fast, Params: predictParams("esmfold2-fast", msaNever, 10, 100, 42),
-			Fast: "On: bf16 weights and autocast; off: fp32 throughout. " +
+			Fast: "On (on a GPU): esm's default, the ESM C backbone in fp8, as ESMFold2 was trained; off: the backbone in fp32. " +
+				"esm runs the trunk under its own bf16 autocast on a GPU either way; a CPU-only worker runs fp32 throughout. " +
 				"The model itself is the inference-optimised single-sequence ESMFold2.",
 		},
 		{
@@ -275,7 +277,7 @@ func esmc(id, name string, dModel int) Model {
 	return Model{
 		ID: id, Kind: job.EmbedKind, Name: name, Tool: "esm", MaxResidues: embedMaxResidues, DModel: dModel,
 		Params: embedParams(),
-		Fast:   "On: bf16 weights and flash attention where installed; off: fp32 throughout.",
+		Fast:   "On (on a GPU): bf16 weights and flash attention where flash-attn is installed; off, or on a CPU-only worker: fp32 throughout.",
 	}
 }
 
@@ -287,7 +289,7 @@ func saprot(id, name string) Model {
 		ID: id, Kind: job.EmbedKind, Name: name, Tool: "transformers", MaxResidues: embedMaxResidues, DModel: 1280,
 		Letters: "ACDEFGHIKLMNPQRSTVWY",
 		Params:  embedParams(),
-		Fast:    "On: half-precision (bf16) autocast; off: fp32 throughout.",
+		Fast:    "On (on a GPU): bf16 weights; off, or on a CPU-only worker: fp32 throughout.",
 	}
 }
 

@@ -1,11 +1,13 @@
 package pydriver
 
 import (
+	"math"
 	"strings"
 	"testing"
 
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/pydriver/pydrivertest"
+	"github.com/chaperone-bio/chaperone/internal/realtools"
 	"github.com/chaperone-bio/chaperone/job"
 )
 
@@ -77,4 +79,31 @@ func runBench(b *testing.B, sess *session, j *job.Job) string {
 		b.Fatalf("%v\n%s", err, log)
 	}
 	return log.String()
+}
+
+// BenchmarkUpstreamESMCMemory measures the memory of one ESM C forward pass (8 sequences of
+// 1,000 residues, 8,016 tokens, fp32 on the CPU) on a model of esmc-300m's width and 12 layers
+// built with the pinned esm, the driver's way (EsmcModel, last hidden state only) beside the
+// anchor of the old way (esm's ESMC wrapper, which keeps every layer's state, stacks them and
+// concatenates a copy). Each runs in a fresh interpreter three times; the least rise of the
+// peak resident set is reported, as allocator slack only ever adds. Run with `make realtools`'
+// environments installed:
+//
+//	CHAPERONE_REALTOOLS=1 go test ./engine/pydriver -run '^$' -bench UpstreamESMCMemory -benchtime 1x
+func BenchmarkUpstreamESMCMemory(b *testing.B) {
+	env := realtools.Require(b, "esm")
+	model := pydrivertest.TinyModel(b, env, "esmc", pydrivertest.Shape{Width: 960, Heads: 15, Layers: 12})
+	for b.Loop() {
+		for _, way := range []string{"native", "wrapper"} {
+			least := math.MaxFloat64
+			for range 3 {
+				var got struct {
+					Rise float64 `json:"rise_bytes"`
+				}
+				env.RunJSON(b, &got, pydrivertest.Upstream("memory.py"), way, model, "8", "1000")
+				least = min(least, got.Rise)
+			}
+			b.ReportMetric(least/1e6, way+"-peak-rise-MB")
+		}
+	}
 }
