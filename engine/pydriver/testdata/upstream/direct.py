@@ -1,14 +1,14 @@
 """Compare an embedding job's files with direct calls of the same model, one sequence at a time,
 the way each model's own documentation computes embeddings, for chaperone's real-package tier.
 
-    python direct.py KIND MODEL_DIR JOB_DIR POOL FORMAT SEQUENCES_JSON
+    python direct.py KIND MODEL_DIR SEQUENCES_JSON [POOL FORMAT JOB_DIR]...
 
 KIND is esmc (esm's ESMC client: encode, then logits with return_embeddings, as esm's README
 shows) or saprot (EsmForMaskedLM with SaProt's <aa># tokens, the last of hidden_states, as
 SaProt's README shows). JOB_DIR holds the job's downloaded files: <id>.npz per sequence
-(format npz) or embeddings.parquet (format parquet). Prints one JSON object: the largest
-absolute difference of the per-residue and pooled vectors, and what SaProt's tokenizer made
-of the sequences.
+(format npz) or embeddings.parquet (format parquet). Prints one JSON object per job, in order,
+as a list: the largest absolute difference of the per-residue and pooled vectors, and what
+SaProt's tokenizer made of the sequences. The model runs once per sequence for all jobs.
 """
 
 import json
@@ -62,11 +62,7 @@ def pooled(rows, pool):
     return residues.mean(axis=0, dtype=np.float64).astype(np.float32)
 
 
-def main():
-    kind, model_dir, job_dir, pool, fmt, seqs_file = sys.argv[1:7]
-    with open(seqs_file) as f:
-        seqs = json.load(f)
-    embed, facts = {"esmc": esmc_direct, "saprot": saprot_direct}[kind](model_dir)
+def compare(direct, seqs, pool, fmt, job_dir):
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
@@ -79,8 +75,7 @@ def main():
                 got[s["id"]] = (len(str(z["sequence"])), z["per_residue"], z["pooled"])
     diff = {"per_residue": 0.0, "pooled": 0.0}
     for s in seqs:
-        rows = embed(s["sequence"])
-        assert rows.shape[0] == len(s["sequence"]) + 2, (s["id"], rows.shape)
+        rows = direct[s["id"]]
         length, per_residue, vector = got[s["id"]]
         assert length == len(s["sequence"]), (s["id"], length)
         if per_residue is not None:
@@ -88,7 +83,23 @@ def main():
             diff["per_residue"] = max(diff["per_residue"], float(np.abs(per_residue - rows[1:-1]).max()))
         assert vector.shape == (rows.shape[1],), (s["id"], vector.shape)
         diff["pooled"] = max(diff["pooled"], float(np.abs(vector - pooled(rows, pool)).max()))
-    print(json.dumps({"max_abs_diff": diff, "sequences": len(seqs), **facts}))
+    return diff
+
+
+def main():
+    kind, model_dir, seqs_file, jobs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+    with open(seqs_file) as f:
+        seqs = json.load(f)
+    embed, facts = {"esmc": esmc_direct, "saprot": saprot_direct}[kind](model_dir)
+    direct = {}
+    for s in seqs:
+        direct[s["id"]] = embed(s["sequence"])
+        assert direct[s["id"]].shape[0] == len(s["sequence"]) + 2, (s["id"], direct[s["id"]].shape)
+    out = []
+    for i in range(0, len(jobs), 3):
+        pool, fmt, job_dir = jobs[i : i + 3]
+        out.append({"max_abs_diff": compare(direct, seqs, pool, fmt, job_dir), "sequences": len(seqs), **facts})
+    print(json.dumps(out))
 
 
 if __name__ == "__main__":
