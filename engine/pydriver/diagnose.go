@@ -107,7 +107,7 @@ func folderWeights(id, dir string) engine.Weights {
 }
 
 // ccd is where ESMFold2 finds its chemical components (esm/models/esmfold2/conformers.py
-// load_ccd): $ESMCFOLD_CCD_PATH, else ccd.pkl in the folder the driver hands it (the
+// load_ccd): $ESMCFOLD_CCD_PATH when that file exists, else ccd.pkl in the folder the driver hands it (the
 // operator's esmfold2 folder), else ccd.pkl of the biohub/ESMFold2 repository, which esm
 // downloads into the hub cache. ok is false for an engine without ESMFold2.
 func (e *Engine) ccd(tools engine.Tools) (engine.Weights, bool) {
@@ -129,8 +129,11 @@ func (e *Engine) ccd(tools engine.Tools) (engine.Weights, bool) {
 		return w
 	}
 	if path := os.Getenv("ESMCFOLD_CCD_PATH"); path != "" {
-		w.Fetch = "ESMCFOLD_CCD_PATH names it: put biohub/ESMFold2's ccd.pkl there"
-		return present(path), true
+		// esm reads the file only when it exists, and otherwise looks on as if unset.
+		if _, err := os.Stat(path); err == nil {
+			return present(path), true
+		}
+		w.Note = fmt.Sprintf("ESMCFOLD_CCD_PATH names %s, which does not exist; esm looks on as if it were unset", path)
 	}
 	if dir := weightsFolder(tools, "esmfold2"); dir != "" {
 		w.Fetch = "copy biohub/ESMFold2's ccd.pkl into the esmfold2 weights folder, or name it with ESMCFOLD_CCD_PATH"
