@@ -11,7 +11,7 @@
 // writes the result files itself (npz through engine/toolkit/npy, parquet through
 // parquet-go).
 //
-// Imports: engine, engine/toolkit (and npy), job, bio.
+// Imports: engine, engine/pins, engine/toolkit (and npy), job, bio.
 package pydriver
 
 import (
