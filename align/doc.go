@@ -33,11 +33,12 @@
 // search under way or done is not repeated). A search gives up after Retry.Attempts failed
 // tries (default 6), waiting Retry.Backoff (default 5 s) after the first and twice as long
 // after each next, at most Retry.MaxBackoff (default 1 min): about 2¼ minutes of trouble.
-// A 4xx answer to a submission (a query the server refuses) fails at once. Cancelling the
-// context stops a search at once.
+// A 4xx answer to a submission (a query the server refuses) fails at once; one to a poll
+// or download (a ticket the server lost) counts as a failed try. Cancelling the context
+// stops a search at once.
 //
-// The default server, api.colabfold.com, is public: every sequence searched there leaves
-// the machine.
+// The public server, api.colabfold.com, which the tools use by default, receives every
+// sequence searched there: sequences leave the machine.
 //
 // # Local: MMseqs2 on this machine
 //
@@ -103,5 +104,7 @@
 //	mmseqs tsv2exprofiledb uniref30_2302 DIR/uniref30_2302_db
 //	mmseqs createindex DIR/uniref30_2302_db tmp --remove-tmp-files 1
 //
-// and likewise colabfold_envdb_202108 for the environmental database.
+// (setup_databases.sh also unpacks the taxonomy, uniref30_2302_db_mapping and
+// uniref30_2302_db_taxonomy), and likewise colabfold_envdb_202108 for the environmental
+// database.
 package align
