@@ -55,7 +55,7 @@ type Result struct {
 	// alignments below are in the same order.
 	Chains []string
 	// Unpaired holds each chain's A3M, whose first row is the chain itself. It depends on
-	// the chain and Source.Mode only, not on the chain's partners.
+	// the chain and on Source but its Pairing, not on the chain's partners.
 	Unpaired []string
 	// Paired holds, for two or more distinct chains, each chain's paired A3M: its row i
 	// comes, in every chain, from the same organism, so they are read side by side. It

@@ -79,9 +79,11 @@ func NewLocal(cfg LocalConfig) (*Local, error) {
 	if err != nil {
 		return nil, fmt.Errorf("align: %s version: %w", mmseqs, err)
 	}
-	// pairaln's help lists its options; it exits 0 only since MMseqs2 15, so its status
-	// says nothing.
-	help, _ := exec.Command(mmseqs, "pairaln", "-h").CombinedOutput()
+	// pairaln's help lists its options: --pairing-mode since MMseqs2 15.
+	help, err := exec.Command(mmseqs, "pairaln", "-h").CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("align: %s pairaln -h: %w", mmseqs, err)
+	}
 	l := &Local{cfg: cfg, pairingOption: strings.Contains(string(help), "--pairing-mode")}
 	ids := []string{"mmseqs " + strings.TrimSpace(string(version))}
 	for _, name := range []string{cfg.DB, cfg.EnvDB} {
@@ -112,7 +114,7 @@ func NewLocal(cfg LocalConfig) (*Local, error) {
 // dbFiles are the files whose sizes identify a database's content: a rebuilt database
 // changes some. Its index (.idx) is left out: building one speeds searches up but does not
 // change their results.
-var dbFiles = []string{"", ".index", ".dbtype", "_h.index", "_seq.index", "_aln.index", "_mapping", "_taxonomy"}
+var dbFiles = []string{"", ".index", ".dbtype", "_h.index", "_seq", "_seq.index", "_aln", "_aln.index", "_mapping", "_taxonomy"}
 
 // openDatabase finds the database name of dir, its layout and taxonomy, and names it by
 // its content.

@@ -24,6 +24,11 @@ const (
 	chainB = "MTNLQEIFDRAKSGDWEAVRELLKRYGPMVYHTARRLTGNEHDAEDCVQETFLKAWRSLG"
 )
 
+var (
+	_ Searcher = (*Remote)(nil)
+	_ Searcher = (*Local)(nil)
+)
+
 func TestRemote(t *testing.T) {
 	tests := []struct {
 		name   string
