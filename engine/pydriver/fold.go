@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/chaperone-bio/chaperone/align"
 	"github.com/chaperone-bio/chaperone/bio"
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/toolkit"
@@ -187,17 +188,20 @@ func (e *Engine) searcher(ctx context.Context, run *engine.Run, useServer bool) 
 		if path, ok := searched[seq]; ok {
 			return path, nil
 		}
-		key := msacache.Key("esmfold2 colabfold a3m v1", e.msa.MSAServerURL, seq)
+		key := msacache.Key("esmfold2 colabfold a3m v2", e.search.Source().String(), seq)
 		if cache.Get(key, map[string]string{"msa.a3m": dst}) {
 			fmt.Fprintf(run.Log, "== chaperone: alignment of %s from the cache ==\n", filepath.Base(dst))
 		} else {
 			run.Report(job.Progress{Stage: job.StageMSA, Total: run.Job.Total})
 			fmt.Fprintf(run.Log, "== chaperone: searching %s on %s ==\n", filepath.Base(dst), e.msa.MSAServerURL)
-			a3m, err := searchMSA(ctx, e.http, e.msa.MSAServerURL, seq)
+			if e.search == nil {
+				return "", fmt.Errorf("searching the alignment of %s: %q is not an MSA server's URL", filepath.Base(dst), e.msa.MSAServerURL)
+			}
+			res, err := e.search.Search(ctx, align.Query{Chains: []string{seq}})
 			if err != nil {
 				return "", fmt.Errorf("searching the alignment of %s: %w", filepath.Base(dst), err)
 			}
-			if err := os.WriteFile(dst, a3m, 0o644); err != nil {
+			if err := os.WriteFile(dst, []byte(res.Unpaired[0]), 0o644); err != nil {
 				return "", err
 			}
 			if err := cache.Put(key, map[string]string{"msa.a3m": dst}); err != nil {

@@ -11,7 +11,7 @@
 // writes the result files itself (npz through engine/toolkit/npy, parquet through
 // parquet-go).
 //
-// Imports: engine, engine/pins, engine/toolkit (and npy), job, bio.
+// Imports: align, engine, engine/pins, engine/toolkit (and npy), job, bio.
 package pydriver
 
 import (
@@ -21,7 +21,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +29,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/chaperone-bio/chaperone/align"
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/pins"
 )
@@ -90,8 +90,8 @@ type Engine struct {
 	install string // how to install the package, for the message when it is missing
 	tested  string // the package release the engine was written against; "" when none is known
 	models  []model
-	msa     Config       // the esm engine's alignment server and cache
-	http    *http.Client // for the alignment server
+	msa     Config         // the esm engine's alignment server and cache
+	search  align.Searcher // the alignment server, nil for an engine that searches none
 
 	mu      sync.Mutex
 	checked map[string]string // interpreter → stamp of the file that last passed its check
@@ -116,7 +116,7 @@ func ESM(cfg Config) *Engine {
 	}
 	return &Engine{
 		msa:     cfg,
-		http:    &http.Client{Timeout: time.Minute},
+		search:  remote(cfg.MSAServerURL),
 		name:    "esm",
 		install: install(pins.For("esm")),
 		tested:  pins.For("esm").Version,
@@ -159,6 +159,16 @@ func install(p pins.Pin) string {
 		how += fmt.Sprintf("; it asks for Python %s: on an older Python add --ignore-requires-python", p.RequiresPython)
 	}
 	return how + ")"
+}
+
+// remote is the ColabFold server ESMFold2 searches alignments on; nil when url is not one
+// (a flag the worker checks at start).
+func remote(url string) align.Searcher {
+	r, err := align.NewRemote(align.RemoteConfig{URL: url})
+	if err != nil {
+		return nil
+	}
+	return r
 }
 
 var _ engine.Warm = (*Engine)(nil)
