@@ -67,6 +67,13 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, validate func([]
 		s.writeProblem(w, r, probInvalid, "Idempotency-Key: must be 1 to 255 printable ASCII characters.")
 		return
 	}
+	// A body announced over the cap is refused before any of it is read: waiting for bytes
+	// that will be refused anyway would hold the connection until the read timeout.
+	limit := int64(s.cat.Limits.RequestBytes)
+	if r.ContentLength > limit {
+		s.writeProblem(w, r, probTooLarge, fmt.Sprintf("The request body is over the limit of %d bytes.", limit))
+		return
+	}
 	body, err := s.readBody(w, r)
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
@@ -74,7 +81,8 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, validate func([]
 		return
 	}
 	if err != nil {
-		s.writeProblem(w, r, probInvalid, "The request body could not be read: "+err.Error())
+		s.log.InfoContext(r.Context(), "create: reading the body", "request_id", requestID(r.Context()), "error", err.Error())
+		s.writeProblem(w, r, probInvalid, bodyError(err))
 		return
 	}
 	j, err := validate(body)

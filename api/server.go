@@ -187,9 +187,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	info := &requestInfo{id: newRequestID(), start: time.Now()}
 	r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
 	w.Header().Set("X-Request-Id", info.id)
-	rec := &statusRecorder{ResponseWriter: w}
+	body := watchBody(r)
+	rec := &statusRecorder{ResponseWriter: w, req: r}
 	defer func() {
 		if !info.detached { // a detached hold records its request when it answers
+			abandonUnread(w, r, body)
 			s.record(r, info, rec.status())
 		}
 	}()
@@ -257,14 +259,17 @@ func (p *headerProbe) Header() http.Header         { return p.header }
 func (p *headerProbe) Write(b []byte) (int, error) { return len(b), nil }
 func (p *headerProbe) WriteHeader(code int)        { p.code = code }
 
-// statusRecorder remembers the status a handler wrote, for metrics.
+// statusRecorder remembers the status a handler wrote, for metrics, and closes the
+// connection after an answer that left the request body unread (unread.go).
 type statusRecorder struct {
 	http.ResponseWriter
+	req  *http.Request
 	code int
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
 	if r.code == 0 {
+		closeIfUnread(r.ResponseWriter, r.req)
 		r.code = code
 	}
 	r.ResponseWriter.WriteHeader(code)
@@ -272,6 +277,7 @@ func (r *statusRecorder) WriteHeader(code int) {
 
 func (r *statusRecorder) Write(b []byte) (int, error) {
 	if r.code == 0 {
+		closeIfUnread(r.ResponseWriter, r.req)
 		r.code = http.StatusOK
 	}
 	return r.ResponseWriter.Write(b)
