@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chaperone-bio/chaperone/api/problem"
 )
 
 // hostileRequests generates n malformed requests, each the raw bytes of one HTTP/1.1
@@ -142,7 +144,7 @@ func TestHostileRequestsGetProblems(t *testing.T) {
 			continue
 		}
 		errors++
-		var p problem
+		var p problem.Problem
 		if ct := res.Header.Get("Content-Type"); ct != "application/problem+json" || json.Unmarshal(body, &p) != nil ||
 			p.Status != res.StatusCode || p.Title == "" || p.Detail == "" || !strings.Contains(p.Type, "/errors/") {
 			t.Errorf("request %d %q: %d %s, not a problem: %s", i, truncate(req), res.StatusCode, ct, truncate(string(body)))

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chaperone-bio/chaperone/api/problem"
 )
 
 // atOnce bounds how long an answer that needs nothing from the client may take. Before
@@ -177,9 +179,9 @@ func TestABrokenBodyIsDescribedInTheRequestsTerms(t *testing.T) {
 	}
 }
 
-func decodeProblem(t *testing.T, res *http.Response, body []byte) problem {
+func decodeProblem(t *testing.T, res *http.Response, body []byte) problem.Problem {
 	t.Helper()
-	var p problem
+	var p problem.Problem
 	if ct := res.Header.Get("Content-Type"); ct != "application/problem+json" || json.Unmarshal(body, &p) != nil {
 		t.Fatalf("%d %s: not a problem: %s", res.StatusCode, ct, body)
 	}

@@ -219,7 +219,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	queue := backend.New(backend.Config{Store: st, Artifacts: arts, MaxAttempts: cfg.MaxAttempts,
 		LeaseTTL: cfg.LeaseTTL, Heartbeat: cfg.Heartbeat, Logger: log})
 	remoteWorkers, err := remote.NewHandler(remote.HandlerConfig{Queue: queue, Keys: st,
-		Staging: filepath.Join(cfg.DataDir, "uploads"), Logger: log})
+		Staging: filepath.Join(cfg.DataDir, "uploads"), PublicURL: cfg.PublicURL, Logger: log})
 	if err != nil {
 		return nil, err
 	}

@@ -199,7 +199,12 @@ func (q *Queue) fence(ctx context.Context, f worker.Fence) error {
 	return job.ErrLeaseLost
 }
 
+// Complete refuses an outcome that is not one (a status other than succeeded or failed)
+// as invalid, before it reaches the store.
 func (q *Queue) Complete(ctx context.Context, c worker.Completion) error {
+	if c.Status != job.Succeeded && c.Status != job.Failed {
+		return job.Invalid("status", "a job completes as %q or %q, not %q", job.Succeeded, job.Failed, c.Status)
+	}
 	err := q.cfg.Store.CompleteJob(ctx, c.JobID, c.Attempt, store.Outcome{Status: c.Status, Error: c.Error,
 		Progress: c.Progress, Results: c.Results, Now: q.cfg.Now()})
 	if errors.Is(err, job.ErrLeaseLost) || (err == nil && c.Status == job.Failed) {

@@ -52,6 +52,7 @@ func Run(t *testing.T, transport Transport) {
 		{"Fencing", testFencing},
 		{"LostAttemptsLeaveNoFiles", testLostAttemptsLeaveNoFiles},
 		{"SucceededAttemptKeepsItsFiles", testSucceededAttemptKeepsItsFiles},
+		{"InvalidCompletion", testInvalidCompletion},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -570,5 +571,23 @@ func testSucceededAttemptKeepsItsFiles(t *testing.T, s *server) {
 	}
 	if j := s.job(t, l.JobID); j.Status != job.Succeeded || !slices.ContainsFunc(j.Results.Artifacts, func(a job.Artifact) bool { return a.Path == "t1.cif" }) {
 		t.Errorf("the job is %s with results %+v after late writes", j.Status, j.Results)
+	}
+}
+
+// testInvalidCompletion: an outcome that is neither success nor failure is refused as an
+// invalid message, and changes nothing: the job runs on under its lease.
+func testInvalidCompletion(t *testing.T, s *server) {
+	ctx := context.Background()
+	l := s.leaseOne(t)
+	err := s.q.Complete(ctx, worker.Completion{Fence: l.Fence, Status: "bogus"})
+	var invalid *job.InvalidError
+	if !errors.As(err, &invalid) || !strings.Contains(invalid.Error(), `"bogus"`) {
+		t.Fatalf("completing as bogus: error %v, want a *job.InvalidError naming the status", err)
+	}
+	if j := s.job(t, l.JobID); j.Status != job.Running || j.Attempt != l.Attempt {
+		t.Fatalf("after a refused completion the job is %s at attempt %d, want running at %d", j.Status, j.Attempt, l.Attempt)
+	}
+	if err := s.q.Heartbeat(ctx, worker.Heartbeat{Fence: l.Fence}); err != nil {
+		t.Fatalf("the lease after a refused completion: %v", err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/chaperone-bio/chaperone/api/problem"
 	"github.com/chaperone-bio/chaperone/apikey"
 	"github.com/chaperone-bio/chaperone/job"
 	"github.com/chaperone-bio/chaperone/store"
@@ -36,7 +37,9 @@ type HandlerConfig struct {
 	Keys  Keys
 	// Staging is the folder that holds artifact uploads until their last chunk arrives.
 	Staging string
-	Logger  *slog.Logger
+	// PublicURL is the base of problem type URIs, as api.Config.PublicURL.
+	PublicURL string
+	Logger    *slog.Logger
 }
 
 // Request body caps: a completion holds the job's results, a log append what a worker
@@ -115,7 +118,16 @@ func (h *Handler) Close() { h.close() }
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	name, err := h.authorize(r)
 	if err != nil {
-		h.fail(w, err)
+		h.fail(w, r, err)
+		return
+	}
+	if k, allow, unrouted := problem.Unrouted(h.mux, r); unrouted {
+		detail := "There is no worker endpoint at " + r.URL.Path + "."
+		if k == problem.MethodNotAllowed {
+			w.Header().Set("Allow", allow)
+			detail = r.Method + " is not allowed on " + r.URL.Path + "; allowed: " + allow + "."
+		}
+		h.problem(w, r, k, detail)
 		return
 	}
 	h.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tokenName{}, name)))
@@ -154,39 +166,10 @@ func (h *Handler) authorize(r *http.Request) (string, error) {
 	return k.Name, nil
 }
 
-// badRequest is a request the handler cannot read.
-type badRequest struct{ error }
-
-func (h *Handler) fail(w http.ResponseWriter, err error) {
-	status, code := http.StatusInternalServerError, codeInternal
-	var bad badRequest
-	switch {
-	case errors.Is(err, job.ErrLeaseLost):
-		status, code = http.StatusConflict, codeLeaseLost
-	case errors.Is(err, ErrUnauthorized):
-		status, code = http.StatusUnauthorized, codeUnauthorized
-	case errors.As(err, &bad):
-		status, code = http.StatusBadRequest, codeBadRequest
-	case errors.Is(err, context.Canceled):
-		// The worker hung up (a long-polled lease it gave up, a worker stopping): nobody
-		// reads the answer, and nothing went wrong here.
-	default:
-		h.cfg.Logger.Warn("worker endpoint failed", "error", err.Error())
-	}
-	writeJSON(w, status, errorBody{Error: code, Message: err.Error()})
-}
-
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
-}
-
-func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxJSONBody)).Decode(v); err != nil {
-		return badRequest{fmt.Errorf("reading the request: %w", err)}
-	}
-	return nil
 }
 
 // call answers a JSON request with fn's result: 200 and its JSON, 204 when it has none.
@@ -194,12 +177,12 @@ func call[In, Out any](h *Handler, fn func(context.Context, In) (Out, error)) ht
 	return func(w http.ResponseWriter, r *http.Request) {
 		var in In
 		if err := readJSON(w, r, &in); err != nil {
-			h.fail(w, err)
+			h.fail(w, r, err)
 			return
 		}
 		out, err := fn(r.Context(), in)
 		if err != nil {
-			h.fail(w, err)
+			h.fail(w, r, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, out)
@@ -221,7 +204,7 @@ func (h *Handler) token(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) lease(w http.ResponseWriter, r *http.Request) {
 	var req worker.LeaseRequest
 	if err := readJSON(w, r, &req); err != nil {
-		h.fail(w, err)
+		h.fail(w, r, err)
 		return
 	}
 	req.WorkerID = scoped(r.Context(), req.WorkerID)
@@ -233,7 +216,7 @@ func (h *Handler) lease(w http.ResponseWriter, r *http.Request) {
 	case err != nil && h.closing.Err() != nil && r.Context().Err() == nil:
 		w.WriteHeader(http.StatusNoContent) // the server stops: no job from this one
 	case err != nil:
-		h.fail(w, err)
+		h.fail(w, r, err)
 	case l == nil:
 		w.WriteHeader(http.StatusNoContent)
 	default:
@@ -275,16 +258,16 @@ func (h *Handler) remove(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) appendLog(w http.ResponseWriter, r *http.Request) {
 	f, err := parseFence(r.PathValue("id"), r.PathValue("attempt"))
 	if err != nil {
-		h.fail(w, badRequest{err})
+		h.fail(w, r, err)
 		return
 	}
-	p, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxLogBody))
+	p, err := readAll(w, r, maxLogBody)
 	if err != nil {
-		h.fail(w, badRequest{err})
+		h.fail(w, r, err)
 		return
 	}
 	if err := h.cfg.Queue.AppendLog(r.Context(), f, p); err != nil {
-		h.fail(w, err)
+		h.fail(w, r, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -294,7 +277,7 @@ func (h *Handler) appendLog(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) staged(r *http.Request) (worker.Fence, string, string, *sync.Mutex, error) {
 	f, err := parseFence(r.PathValue("id"), r.PathValue("attempt"))
 	if err != nil {
-		return f, "", "", nil, badRequest{err}
+		return f, "", "", nil, err
 	}
 	path := r.PathValue("path")
 	sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%s", f.JobID, f.Attempt, path)))
@@ -307,7 +290,7 @@ func (h *Handler) staged(r *http.Request) (worker.Fence, string, string, *sync.M
 func (h *Handler) uploadOffset(w http.ResponseWriter, r *http.Request) {
 	_, _, name, mu, err := h.staged(r)
 	if err != nil {
-		h.fail(w, err)
+		h.fail(w, r, err)
 		return
 	}
 	mu.Lock()
@@ -329,12 +312,12 @@ func sizeOf(name string) int64 {
 func (h *Handler) putArtifact(w http.ResponseWriter, r *http.Request) {
 	fence, path, name, mu, err := h.staged(r)
 	if err != nil {
-		h.fail(w, err)
+		h.fail(w, r, err)
 		return
 	}
 	offset, err := strconv.ParseInt(r.Header.Get(headerOffset), 10, 64)
 	if err != nil || offset < 0 {
-		h.fail(w, badRequest{fmt.Errorf("want an %s header", headerOffset)})
+		h.fail(w, r, badRequest{"Send the offset this part starts at, a whole number of bytes, in an " + headerOffset + " header."})
 		return
 	}
 	if offset == 0 {
@@ -345,19 +328,22 @@ func (h *Handler) putArtifact(w http.ResponseWriter, r *http.Request) {
 	held := sizeOf(name)
 	w.Header().Set(headerOffset, strconv.FormatInt(held, 10))
 	if offset != held {
-		writeJSON(w, http.StatusConflict, errorBody{Error: codeOffset,
-			Message: fmt.Sprintf("the server holds %d bytes of this upload, not %d", held, offset)})
+		h.fail(w, r, offsetMismatch{held: held, sent: offset})
 		return
 	}
 	file, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		h.fail(w, err)
+		h.fail(w, r, err)
 		return
 	}
 	// What arrived before a dropped connection stays: the next chunk resumes after it.
-	_, copyErr := io.Copy(file, r.Body)
+	body := &bodyReader{r: r.Body}
+	_, copyErr := io.Copy(file, body)
 	if err := errors.Join(copyErr, file.Close()); err != nil {
-		h.fail(w, badRequest{err})
+		if body.err != nil {
+			err = badRequest{brokenBody + " The server holds what arrived: resume from its " + headerOffset + "."}
+		}
+		h.fail(w, r, err)
 		return
 	}
 	w.Header().Set(headerOffset, strconv.FormatInt(sizeOf(name), 10))
@@ -371,13 +357,28 @@ func (h *Handler) putArtifact(w http.ResponseWriter, r *http.Request) {
 	}()
 	whole, err := os.Open(name)
 	if err != nil {
-		h.fail(w, err)
+		h.fail(w, r, err)
 		return
 	}
 	defer whole.Close()
 	if err := h.cfg.Queue.PutArtifact(r.Context(), fence, path, whole); err != nil {
-		h.fail(w, err)
+		h.fail(w, r, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// bodyReader remembers an error of reading a request body, to tell it from one of writing
+// what was read.
+type bodyReader struct {
+	r   io.Reader
+	err error
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		b.err = err
+	}
+	return n, err
 }

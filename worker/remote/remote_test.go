@@ -152,8 +152,9 @@ func TestTokens(t *testing.T) {
 	}
 }
 
-// cutter cuts the body of the first artifact chunk after n bytes, as a dropped connection
-// does, and counts the artifact bytes the server received.
+// cutter drops the connection of the first artifact chunk after n bytes of its body, as
+// a network failure does: the server sees the body break off, and the client no answer.
+// It counts the artifact bytes the server received.
 type cutter struct {
 	next     http.Handler
 	n        int64
@@ -162,14 +163,18 @@ type cutter struct {
 }
 
 func (c *cutter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method == http.MethodPut {
-		body := io.Reader(r.Body)
-		if c.cut.CompareAndSwap(false, true) {
-			body = io.MultiReader(io.LimitReader(r.Body, c.n), errReader{})
-		}
-		r.Body = io.NopCloser(&countingReader{r: body, n: &c.received})
+	if r.Method != http.MethodPut {
+		c.next.ServeHTTP(w, r)
+		return
 	}
-	c.next.ServeHTTP(w, r)
+	if !c.cut.CompareAndSwap(false, true) {
+		r.Body = io.NopCloser(&countingReader{r: r.Body, n: &c.received})
+		c.next.ServeHTTP(w, r)
+		return
+	}
+	r.Body = io.NopCloser(&countingReader{r: io.MultiReader(io.LimitReader(r.Body, c.n), errReader{}), n: &c.received})
+	c.next.ServeHTTP(httptest.NewRecorder(), r) // the answer is lost with the connection
+	panic(http.ErrAbortHandler)
 }
 
 type errReader struct{}
@@ -205,7 +210,7 @@ func TestUploadResumes(t *testing.T) {
 			c := client(t, serve(t, rec, ks, func(h http.Handler) http.Handler { cut.next = h; return cut }), token)
 			c.ChunkSize = 4096
 			data := bytes.Repeat([]byte("ACGT-0123456789-"), 1024) // 16 KiB: four chunks
-			if err := c.PutArtifact(t.Context(), worker.Fence{JobID: "job_1", Attempt: 1}, "t1/model.cif", tc.reader(data)); err != nil {
+			if err := c.PutArtifact(t.Context(), worker.Fence{JobID: job.NewID(), Attempt: 1}, "t1/model.cif", tc.reader(data)); err != nil {
 				t.Fatal(err)
 			}
 			if got := rec.files["t1/model.cif"]; !bytes.Equal(got, data) {
@@ -222,11 +227,11 @@ func TestLeaseLostCrossesTheWire(t *testing.T) {
 	ks := &keys{}
 	token := ks.add("gpu-node-1", true)
 	c := client(t, serve(t, lostQueue{}, ks, nil), token)
-	err := c.Heartbeat(t.Context(), worker.Heartbeat{Fence: worker.Fence{JobID: "job_1", Attempt: 1}})
+	err := c.Heartbeat(t.Context(), worker.Heartbeat{Fence: worker.Fence{JobID: job.NewID(), Attempt: 1}})
 	if !errors.Is(err, job.ErrLeaseLost) {
 		t.Errorf("Heartbeat error = %v, want job.ErrLeaseLost", err)
 	}
-	if err := c.AppendLog(t.Context(), worker.Fence{JobID: "job_1", Attempt: 1}, []byte("x")); !errors.Is(err, job.ErrLeaseLost) {
+	if err := c.AppendLog(t.Context(), worker.Fence{JobID: job.NewID(), Attempt: 1}, []byte("x")); !errors.Is(err, job.ErrLeaseLost) {
 		t.Errorf("AppendLog error = %v, want job.ErrLeaseLost", err)
 	}
 }
@@ -313,7 +318,7 @@ func TestAbandonedUploadsAreSwept(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := client(t, srv.URL, ks.add("gpu-node-1", true))
-	if err := c.PutArtifact(t.Context(), worker.Fence{JobID: "job_1", Attempt: 1}, "t1.cif", strings.NewReader("data")); err != nil {
+	if err := c.PutArtifact(t.Context(), worker.Fence{JobID: job.NewID(), Attempt: 1}, "t1.cif", strings.NewReader("data")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(old); !errors.Is(err, os.ErrNotExist) {
