@@ -183,6 +183,22 @@ func (q *Queue) PutArtifact(ctx context.Context, f worker.Fence, path string, r 
 	return q.fence(ctx, f)
 }
 
+// Holder returns the worker that holds the lease of attempt f, or job.ErrLeaseLost when
+// the job does not run under it: the worker endpoints take bytes (log, uploads) only from
+// the holder's token.
+func (q *Queue) Holder(ctx context.Context, f worker.Fence) (string, error) {
+	j, err := q.cfg.Store.GetJobSummary(ctx, f.JobID)
+	switch {
+	case errors.Is(err, job.ErrNotFound):
+		return "", job.ErrLeaseLost
+	case err != nil:
+		return "", err
+	case j.Status != job.Running || j.Attempt != f.Attempt:
+		return "", job.ErrLeaseLost
+	}
+	return j.WorkerID, nil
+}
+
 // fence returns job.ErrLeaseLost, and drops what lost attempts left, unless the job is
 // running under f.Attempt.
 func (q *Queue) fence(ctx context.Context, f worker.Fence) error {

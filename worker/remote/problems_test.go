@@ -28,8 +28,10 @@ import (
 // folder), with a worker token and one job that the token's worker "w" holds.
 type workerServer struct {
 	url, token string
+	keys       *keys
 	store      *sqlite.Store
 	handler    *remote.Handler
+	staging    string // the uploads folder
 	lease      *worker.Lease
 }
 
@@ -49,8 +51,8 @@ func newWorkerServer(t *testing.T, cfg remote.HandlerConfig) *workerServer {
 	quiet := slog.New(slog.DiscardHandler)
 	q := backend.New(backend.Config{Store: st, Artifacts: arts, MaxAttempts: 2, Logger: quiet})
 	ks := &keys{}
-	ws := &workerServer{token: ks.add("gpu-node-1", true), store: st}
-	cfg.Queue, cfg.Keys, cfg.Staging, cfg.Logger = q, ks, filepath.Join(dir, "uploads"), quiet
+	ws := &workerServer{token: ks.add("gpu-node-1", true), keys: ks, store: st, staging: filepath.Join(dir, "uploads")}
+	cfg.Queue, cfg.Keys, cfg.Leases, cfg.Staging, cfg.Logger = q, ks, q, ws.staging, quiet
 	if ws.handler, err = remote.NewHandler(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -62,11 +64,14 @@ func newWorkerServer(t *testing.T, cfg remote.HandlerConfig) *workerServer {
 	return ws
 }
 
+// owner owns the jobs of a workerServer.
+var owner = job.Owner{Kind: job.OwnerIP, ID: "192.0.2.1"}
+
 // queueAndLease queues a job and leases it as the token's worker "w".
 func (ws *workerServer) queueAndLease(t *testing.T) *worker.Lease {
 	t.Helper()
 	ctx := context.Background()
-	j := &job.Job{ID: job.NewID(), Owner: job.Owner{Kind: job.OwnerIP, ID: "192.0.2.1"}, Kind: job.PredictKind,
+	j := &job.Job{ID: job.NewID(), Owner: owner, Kind: job.PredictKind,
 		Model: "boltz2", RunModel: "boltz2", Status: job.Queued, CreatedAt: time.Now(), Total: 1}
 	if _, err := ws.store.CreateJob(ctx, j, store.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -107,6 +112,7 @@ func TestWorkerErrorsAreProblems(t *testing.T) {
 	ws := newWorkerServer(t, remote.HandlerConfig{})
 	attempt := func(id string, n int) string { return "/v1/worker/jobs/" + id + "/attempts/" + strconv.Itoa(n) }
 	held := attempt(ws.lease.JobID, ws.lease.Attempt)
+	other := "Authorization: Bearer " + ws.keys.add("gpu-node-2", true)
 	unknown, stale := attempt(job.NewID(), 1), attempt(ws.lease.JobID, ws.lease.Attempt+1)
 	fence := func(id string, n int, extra string) string {
 		return `{"job_id":"` + id + `","attempt":` + strconv.Itoa(n) + extra + `}`
@@ -130,6 +136,7 @@ func TestWorkerErrorsAreProblems(t *testing.T) {
 		{"an outcome that is none", "POST", "/v1/worker/complete", fence(ws.lease.JobID, ws.lease.Attempt, `,"status":"bogus"`), nil, 400, "invalid-input", `not "bogus"`},
 		{"a log of an unknown job", "POST", unknown + "/log", "line\n", nil, 409, "lease-lost", "no longer holds"},
 		{"a log of a stale attempt", "POST", stale + "/log", "line\n", nil, 409, "lease-lost", "no longer holds"},
+		{"a log of another token's lease", "POST", held + "/log", "line\n", []string{other}, 409, "lease-lost", "no longer holds"},
 		{"a log of a malformed job id", "POST", "/v1/worker/jobs/job_1/attempts/1/log", "line\n", nil, 400, "invalid-input", "not a job id"},
 		{"a log of attempt 0", "POST", attempt(ws.lease.JobID, 0) + "/log", "line\n", nil, 400, "invalid-input", "not an attempt"},
 		{"an upload without an offset", "PUT", held + "/artifacts/t1.cif", "data", nil, 400, "invalid-input", "Upload-Offset"},

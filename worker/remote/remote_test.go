@@ -7,10 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -61,13 +58,34 @@ func (k *keys) KeyByHash(_ context.Context, hash string) (*store.Key, error) {
 	return &rec, nil
 }
 
-// serve serves q over HTTP through wrap (nil: as is) and returns the URL.
-func serve(t *testing.T, q worker.Queue, ks *keys, wrap func(http.Handler) http.Handler) string {
+// anyHolder says of every attempt that the worker gpu-node-1/w holds it.
+type anyHolder struct{}
+
+func (anyHolder) Holder(context.Context, worker.Fence) (string, error) { return "gpu-node-1/w", nil }
+
+// leasesOf is q's own record of leases when it keeps one (a backend), else anyHolder.
+func leasesOf(q worker.Queue) remote.Leases {
+	if l, ok := q.(remote.Leases); ok {
+		return l
+	}
+	return anyHolder{}
+}
+
+// newHandler makes a handler of q for the keys ks, closed when the test ends.
+func newHandler(t *testing.T, q worker.Queue, ks *keys, staging string) *remote.Handler {
 	t.Helper()
-	h, err := remote.NewHandler(remote.HandlerConfig{Queue: q, Keys: ks, Staging: t.TempDir()})
+	h, err := remote.NewHandler(remote.HandlerConfig{Queue: q, Keys: ks, Leases: leasesOf(q), Staging: staging})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(h.Close)
+	return h
+}
+
+// serve serves q over HTTP through wrap (nil: as is) and returns the URL.
+func serve(t *testing.T, q worker.Queue, ks *keys, wrap func(http.Handler) http.Handler) string {
+	t.Helper()
+	h := newHandler(t, q, ks, t.TempDir())
 	var served http.Handler = h
 	if wrap != nil {
 		served = wrap(h)
@@ -296,39 +314,6 @@ func TestWorkerIDsAreScopedByToken(t *testing.T) {
 	}
 }
 
-// TestAbandonedUploadsAreSwept: an upload no chunk has touched for a day is removed when a
-// new upload starts; a recent one stays.
-func TestAbandonedUploadsAreSwept(t *testing.T) {
-	ks := &keys{}
-	staging := t.TempDir()
-	h, err := remote.NewHandler(remote.HandlerConfig{Queue: &recorder{}, Keys: ks, Staging: staging})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	old, recent := filepath.Join(staging, "old"), filepath.Join(staging, "recent")
-	for _, f := range []string{old, recent} {
-		if err := os.WriteFile(f, []byte("part"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	twoDaysAgo := time.Now().Add(-48 * time.Hour)
-	if err := os.Chtimes(old, twoDaysAgo, twoDaysAgo); err != nil {
-		t.Fatal(err)
-	}
-	c := client(t, srv.URL, ks.add("gpu-node-1", true))
-	if err := c.PutArtifact(t.Context(), worker.Fence{JobID: job.NewID(), Attempt: 1}, "t1.cif", strings.NewReader("data")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(old); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("an upload abandoned two days ago is still staged (%v)", err)
-	}
-	if _, err := os.Stat(recent); err != nil {
-		t.Errorf("a recent upload was removed: %v", err)
-	}
-}
-
 // heldLease is a Queue whose leases wait for work that never comes; held says when one
 // waits.
 type heldLease struct {
@@ -347,10 +332,7 @@ func (q *heldLease) Lease(ctx context.Context, _ worker.LeaseRequest) (*worker.L
 func TestCloseAnswersHeldLeases(t *testing.T) {
 	ks := &keys{}
 	q := &heldLease{held: make(chan struct{}, 1)}
-	h, err := remote.NewHandler(remote.HandlerConfig{Queue: q, Keys: ks, Staging: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHandler(t, q, ks, t.TempDir())
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	c := client(t, srv.URL, ks.add("gpu-node-1", true))
