@@ -43,7 +43,9 @@ func Run(t *testing.T, open func(t *testing.T) artifact.Store) {
 		{"NotFound", testNotFound},
 		{"LogMissingIsEmpty", testLogMissing},
 		{"LogAppendOrder", testLogOrder},
-		{"LogConcurrentAppend", testLogConcurrent},
+		{"LogAppendsSentAgain", testLogSentAgain},
+		{"LogAttemptsInOrder", testLogAttempts},
+		{"LogConcurrentSends", testLogConcurrent},
 		{"LogReadWhileAppending", testLogReadWhileAppending},
 		{"SeekAndStat", testSeekAndStat},
 		{"LogSnapshotSeekAndStat", testLogSnapshot},
@@ -308,9 +310,7 @@ func testInvalidJobIDs(t *testing.T, s artifact.Store) {
 	ctx := t.Context()
 	keep := job.NewID()
 	MustPut(t, s, keep, 1, "t1.cif", "keep")
-	if err := s.AppendLog(ctx, keep, []byte("keep\n")); err != nil {
-		t.Fatal(err)
-	}
+	MustAppendLog(t, s, keep, 1, "keep\n")
 	for _, id := range InvalidJobIDs {
 		if err := s.Put(ctx, id, 1, "t1.cif", strings.NewReader("evil")); err == nil {
 			t.Errorf("Put(job %q) succeeded", id)
@@ -318,7 +318,7 @@ func testInvalidJobIDs(t *testing.T, s artifact.Store) {
 		if _, err := s.Open(ctx, id, 1, "t1.cif"); !errors.Is(err, artifact.ErrNotFound) {
 			t.Errorf("Open(job %q) err = %v, want ErrNotFound", id, err)
 		}
-		if err := s.AppendLog(ctx, id, []byte("evil")); err == nil {
+		if _, err := s.AppendLog(ctx, id, 1, 0, []byte("evil")); err == nil {
 			t.Errorf("AppendLog(job %q) succeeded", id)
 		}
 		if rc, err := s.OpenLog(ctx, id); err == nil {
@@ -339,6 +339,12 @@ func testInvalidJobIDs(t *testing.T, s artifact.Store) {
 		if err := s.DeleteAttempt(ctx, keep, attempt); err == nil {
 			t.Errorf("DeleteAttempt(attempt %d) succeeded", attempt)
 		}
+		if _, err := s.AppendLog(ctx, keep, attempt, 0, []byte("evil")); err == nil {
+			t.Errorf("AppendLog(attempt %d) succeeded", attempt)
+		}
+	}
+	if _, err := s.AppendLog(ctx, keep, 1, -1, []byte("evil")); err == nil {
+		t.Error("AppendLog at offset -1 succeeded")
 	}
 	if got := MustRead(t, s, keep, 1, "t1.cif"); got != "keep" {
 		t.Errorf("other job's file changed to %q", got)
@@ -390,20 +396,21 @@ func testLogOrder(t *testing.T, s artifact.Store) {
 		if i%10 == 0 {
 			line = fmt.Sprintf("part %d, ", i) // appends need not be whole lines
 		}
+		held, err := s.AppendLog(ctx, id, 1, int64(want.Len()), []byte(line))
 		want.WriteString(line)
-		if err := s.AppendLog(ctx, id, []byte(line)); err != nil {
-			t.Fatal(err)
+		if err != nil || held != int64(want.Len()) {
+			t.Fatalf("append %d: holds %d (%v), want %d", i, held, err, want.Len())
 		}
 	}
-	if err := s.AppendLog(ctx, id, nil); err != nil {
-		t.Errorf("empty append: %v", err)
+	if held, err := s.AppendLog(ctx, id, 1, 0, nil); err != nil || held != int64(want.Len()) {
+		t.Errorf("an empty append: holds %d (%v), want %d", held, err, want.Len())
 	}
 	if got := MustReadLog(t, s, id); got != want.String() {
 		t.Errorf("log = %q, want %q", got, want.String())
 	}
-	// The log belongs to the job, not to an attempt.
-	MustPut(t, s, id, 2, "t1.cif", "x")
-	if err := s.DeleteAttempt(ctx, id, 2); err != nil {
+	// The log outlives the attempts' result files.
+	MustPut(t, s, id, 1, "t1.cif", "x")
+	if err := s.DeleteAttempt(ctx, id, 1); err != nil {
 		t.Fatal(err)
 	}
 	if got := MustReadLog(t, s, id); got != want.String() {
@@ -411,42 +418,97 @@ func testLogOrder(t *testing.T, s artifact.Store) {
 	}
 }
 
+// testLogSentAgain: an append sent again, alone or with more after it, adds only what the
+// store lacks; one that starts past what the store holds is refused, saying what it holds.
+func testLogSentAgain(t *testing.T, s artifact.Store) {
+	ctx := t.Context()
+	id := job.NewID()
+	for _, step := range []struct {
+		offset int64
+		p      string
+		held   int64
+		gap    bool
+	}{
+		{0, "a", 1, false},
+		{0, "a", 1, false},   // sent again: the answer was lost
+		{0, "ab", 2, false},  // sent again with more
+		{1, "bcd", 4, false}, // part of it held
+		{9, "x", 4, true},    // past the end
+		{4, "", 4, false},    // asks what the store holds
+		{2, "cd", 4, false},  // all of it held
+		{4, "e\n", 6, false}, // goes on
+	} {
+		held, err := s.AppendLog(ctx, id, 1, step.offset, []byte(step.p))
+		var gap *artifact.LogOffsetError
+		if held != step.held || errors.As(err, &gap) != step.gap || (err != nil && !step.gap) || (step.gap && gap.Held != step.held) {
+			t.Fatalf("AppendLog(%q at %d) = %d, %v; want %d, a gap: %v", step.p, step.offset, held, err, step.held, step.gap)
+		}
+	}
+	if got := MustReadLog(t, s, id); got != "abcde\n" {
+		t.Errorf("log = %q, want each byte once: %q", got, "abcde\n")
+	}
+}
+
+// testLogAttempts: the log shows each attempt's output in attempt order, and once a later
+// attempt's output has begun an earlier attempt's is closed, so that the log only grows
+// at its end.
+func testLogAttempts(t *testing.T, s artifact.Store) {
+	ctx := t.Context()
+	id := job.NewID()
+	MustAppendLog(t, s, id, 1, "one\n")
+	MustAppendLog(t, s, id, 1, "one more\n")
+	MustAppendLog(t, s, id, 3, "three\n")
+	if _, err := s.AppendLog(ctx, id, 1, 13, []byte("late\n")); !errors.Is(err, artifact.ErrLogClosed) {
+		t.Errorf("attempt 1 after attempt 3 began: %v, want ErrLogClosed", err)
+	}
+	if _, err := s.AppendLog(ctx, id, 2, 0, []byte("two\n")); !errors.Is(err, artifact.ErrLogClosed) {
+		t.Errorf("attempt 2 after attempt 3 began: %v, want ErrLogClosed", err)
+	}
+	MustAppendLog(t, s, id, 3, "three again\n")
+	MustAppendLog(t, s, id, 4, "four\n")
+	if got, want := MustReadLog(t, s, id), "one\none more\nthree\nthree again\nfour\n"; got != want {
+		t.Errorf("log = %q, want %q", got, want)
+	}
+}
+
+// sendRecords appends the records of one writer to attempt 1 of a job, each at its offset,
+// as a worker does whose appends go through several servers: called from several
+// goroutines at once, it is the same appends sent again, overlapping.
+func sendRecords(t *testing.T, s artifact.Store, id string, records int) {
+	var offset int64
+	for i := range records {
+		rec := logRecord(0, i)
+		if _, err := s.AppendLog(t.Context(), id, 1, offset, rec); err != nil {
+			t.Errorf("AppendLog: %v", err)
+			return
+		}
+		offset += int64(len(rec))
+	}
+}
+
+// testLogConcurrent: the same appends sent at once by several senders land once each, in
+// order, whole.
 func testLogConcurrent(t *testing.T, s artifact.Store) {
-	const writers, records = 8, 100
+	const senders, records = 8, 100
 	id := job.NewID()
 	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Go(func() {
-			for i := range records {
-				if err := s.AppendLog(t.Context(), id, logRecord(w, i)); err != nil {
-					t.Errorf("AppendLog: %v", err)
-					return
-				}
-			}
-		})
+	for range senders {
+		wg.Go(func() { sendRecords(t, s, id, records) })
 	}
 	wg.Wait()
-	n := checkLog(t, MustReadLog(t, s, id), writers)
-	if n != writers*records {
-		t.Errorf("log holds %d records, want %d", n, writers*records)
+	if n := checkLog(t, MustReadLog(t, s, id), 1); n != records {
+		t.Errorf("log holds %d records, want %d", n, records)
 	}
 }
 
 // testLogReadWhileAppending reads the log over and over while appends go on. Each read
 // must be a run of whole appends, in order: a prefix of the finished log.
 func testLogReadWhileAppending(t *testing.T, s artifact.Store) {
-	const writers, records = 2, 200
+	const senders, records = 2, 200
 	id := job.NewID()
 	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Go(func() {
-			for i := range records {
-				if err := s.AppendLog(t.Context(), id, logRecord(w, i)); err != nil {
-					t.Errorf("AppendLog: %v", err)
-					return
-				}
-			}
-		})
+	for range senders {
+		wg.Go(func() { sendRecords(t, s, id, records) })
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -460,14 +522,14 @@ func testLogReadWhileAppending(t *testing.T, s artifact.Store) {
 		reads = append(reads, MustReadLog(t, s, id))
 	}
 	final := MustReadLog(t, s, id)
-	if n := checkLog(t, final, writers); n != writers*records {
-		t.Errorf("log holds %d records, want %d", n, writers*records)
+	if n := checkLog(t, final, 1); n != records {
+		t.Errorf("log holds %d records, want %d", n, records)
 	}
 	for _, r := range reads {
 		if !strings.HasPrefix(final, r) {
 			t.Fatalf("a read during appends (%d bytes) is not a prefix of the final log", len(r))
 		}
-		checkLog(t, r, writers)
+		checkLog(t, r, 1)
 	}
 }
 
@@ -535,17 +597,13 @@ func testLogSnapshot(t *testing.T, s artifact.Store) {
 	}
 	empty.Close()
 
-	if err := s.AppendLog(ctx, id, []byte("first line\n")); err != nil {
-		t.Fatal(err)
-	}
+	MustAppendLog(t, s, id, 1, "first line\n")
 	f, err := s.OpenLog(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if err := s.AppendLog(ctx, id, []byte("second line\n")); err != nil {
-		t.Fatal(err)
-	}
+	MustAppendLog(t, s, id, 1, "second line\n")
 	fi, err := f.Stat()
 	if err != nil || fi.Size() != int64(len("first line\n")) {
 		t.Fatalf("Stat() of a log opened before an append = %v, %v; want the size when opened", fi, err)
@@ -573,9 +631,7 @@ func testDeleteAttempt(t *testing.T, s artifact.Store) {
 	MustPut(t, s, id, 1, "t1.cif", "one")
 	MustPut(t, s, id, 1, "t1/confidence.json", "one")
 	MustPut(t, s, id, 2, "t1.cif", "two")
-	if err := s.AppendLog(ctx, id, []byte("log\n")); err != nil {
-		t.Fatal(err)
-	}
+	MustAppendLog(t, s, id, 1, "log\n")
 	if err := s.DeleteAttempt(ctx, id, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -606,9 +662,7 @@ func testDeleteJob(t *testing.T, s artifact.Store) {
 	for _, j := range []string{id, other} {
 		MustPut(t, s, j, 1, "t1.cif", "x")
 		MustPut(t, s, j, 2, "t1/pae.npz", "y")
-		if err := s.AppendLog(ctx, j, []byte("log\n")); err != nil {
-			t.Fatal(err)
-		}
+		MustAppendLog(t, s, j, 2, "log\n")
 	}
 	if err := s.DeleteJob(ctx, id); err != nil {
 		t.Fatal(err)
@@ -637,14 +691,11 @@ func testDeleteJob(t *testing.T, s artifact.Store) {
 }
 
 func testJobs(t *testing.T, s artifact.Store) {
-	ctx := t.Context()
 	files, logOnly, both := job.NewID(), job.NewID(), job.NewID()
 	MustPut(t, s, files, 1, "t1.cif", "x")
 	MustPut(t, s, both, 3, "a/b.json", "x")
 	for _, id := range []string{logOnly, both} {
-		if err := s.AppendLog(ctx, id, []byte("log\n")); err != nil {
-			t.Fatal(err)
-		}
+		MustAppendLog(t, s, id, 1, "log\n")
 	}
 	ids := MustJobs(t, s)
 	for _, id := range []string{files, logOnly, both} {
@@ -684,6 +735,19 @@ func MustRead(t testing.TB, s artifact.Store, jobID string, attempt int, p strin
 		t.Fatalf("read %q: %v", p, err)
 	}
 	return string(b)
+}
+
+// MustAppendLog appends text to the output of one attempt of a job, after what the store
+// holds of it, or fails the test.
+func MustAppendLog(t testing.TB, s artifact.Store, jobID string, attempt int, text string) {
+	t.Helper()
+	held, err := s.AppendLog(t.Context(), jobID, attempt, 0, nil)
+	if err == nil {
+		_, err = s.AppendLog(t.Context(), jobID, attempt, held, []byte(text))
+	}
+	if err != nil {
+		t.Fatalf("AppendLog: %v", err)
+	}
 }
 
 // MustReadLog returns a job's log as it stands or fails the test.

@@ -146,16 +146,22 @@ func (q *Queue) Heartbeat(ctx context.Context, hb worker.Heartbeat) error {
 	return err
 }
 
-// AppendLog refuses output of an attempt that is not running. The check and the append are
-// two steps, so a chunk checked just before its job was canceled or taken over can land
-// after that: it is that attempt's genuine output, and the log is shared by all attempts,
-// so it is kept. A chunk that lands after its job was deleted would leave a log behind
-// without a job, so the check is repeated after the append and such a log is dropped.
-func (q *Queue) AppendLog(ctx context.Context, f worker.Fence, p []byte) error {
+// AppendLog refuses output of an attempt that is not running, and keeps each byte of an
+// attempt's output once however often it is sent (artifact.Store.AppendLog). The check
+// and the append are two steps, so a chunk checked just before its job was canceled can
+// land after that: it is that attempt's genuine output, and it is kept. Once the job's
+// next attempt has written, the store refuses it. A chunk that lands after its job was
+// deleted would leave a log behind without a job, so the check is repeated after the
+// append and such a log is dropped.
+func (q *Queue) AppendLog(ctx context.Context, f worker.Fence, offset int64, p []byte) error {
 	if err := q.fence(ctx, f); err != nil {
 		return err
 	}
-	if err := q.cfg.Artifacts.AppendLog(ctx, f.JobID, p); err != nil {
+	_, err := q.cfg.Artifacts.AppendLog(ctx, f.JobID, f.Attempt, offset, p)
+	if errors.Is(err, artifact.ErrLogClosed) {
+		return job.ErrLeaseLost
+	}
+	if err != nil {
 		return err
 	}
 	if _, err := q.cfg.Store.GetJobSummary(ctx, f.JobID); errors.Is(err, job.ErrNotFound) {

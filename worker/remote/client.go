@@ -96,16 +96,20 @@ type statusError struct {
 
 // retryable reports whether a call that failed with err may succeed when made again: when
 // the server was not reached or did not answer for itself (a replica going away behind a
-// load balancer answers 502 or 503 there), was busy, or holds another part of an upload.
-// A refusal of the request itself (a lost lease, a bad token, an invalid message, a cap)
-// stays a refusal.
+// load balancer answers 502 or 503 there), or was busy. A refusal of the request itself
+// (a lost lease, a bad token, an invalid message, a cap, an offset) stays a refusal.
 func retryable(err error) bool {
 	var refused *statusError
 	if !errors.As(err, &refused) {
 		return !errors.Is(err, job.ErrLeaseLost) && !errors.Is(err, ErrUnauthorized) && !isInvalid(err)
 	}
-	return refused.status >= 500 || refused.status == http.StatusTooManyRequests ||
-		refused.answer.Slug() == problem.OffsetMismatch.Slug
+	return refused.status >= 500 || refused.status == http.StatusTooManyRequests
+}
+
+// isOffsetMismatch reports whether err is the server holding another part of an upload.
+func isOffsetMismatch(err error) bool {
+	var refused *statusError
+	return errors.As(err, &refused) && refused.answer.Slug() == problem.OffsetMismatch.Slug
 }
 
 func isInvalid(err error) bool {
@@ -206,13 +210,37 @@ func (c *Client) RemoveWorker(ctx context.Context, workerID string) error {
 	return c.post(ctx, pathRemove, workerRef{WorkerID: workerID}, nil)
 }
 
-// AppendLog implements worker.Queue.
-func (c *Client) AppendLog(ctx context.Context, f worker.Fence, p []byte) error {
+// Backoff of a log append sent again.
+const (
+	appendRetryFirst = 100 * time.Millisecond
+	appendRetryMax   = 2 * time.Second
+)
+
+// AppendLog implements worker.Queue. An append that fails on the way (a server gone, a
+// load balancer answering for it, a server busy) is sent again until ctx ends: its offset
+// makes the server keep it once, through whichever server it reaches, and whether or not
+// the failed try went through.
+func (c *Client) AppendLog(ctx context.Context, f worker.Fence, offset int64, p []byte) error {
+	for wait := appendRetryFirst; ; wait = min(2*wait, appendRetryMax) {
+		err := c.appendLog(ctx, f, offset, p)
+		if err == nil || !retryable(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
+}
+
+func (c *Client) appendLog(ctx context.Context, f worker.Fence, offset int64, p []byte) error {
 	req, err := c.request(ctx, http.MethodPost, attemptPath(f)+"log", bytes.NewReader(p))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
+	req.Header.Set(headerOffset, strconv.FormatInt(offset, 10))
 	res, err := c.send(req)
 	if err != nil {
 		return err
@@ -252,7 +280,7 @@ func (c *Client) PutArtifact(ctx context.Context, f worker.Fence, path string, r
 			pending = buf[:0]
 			continue
 		}
-		if ctx.Err() != nil || !retryable(err) || resumes >= c.Resumes {
+		if ctx.Err() != nil || !retryable(err) && !isOffsetMismatch(err) || resumes >= c.Resumes {
 			return err
 		}
 		resumes++

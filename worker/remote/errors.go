@@ -13,6 +13,7 @@ import (
 	"strconv"
 
 	"github.com/chaperone-bio/chaperone/api/problem"
+	"github.com/chaperone-bio/chaperone/artifact"
 	"github.com/chaperone-bio/chaperone/job"
 )
 
@@ -31,11 +32,12 @@ type tooLarge struct{ detail string }
 
 func (e tooLarge) Error() string { return e.detail }
 
-// offsetMismatch is an upload part that does not start where the server's copy ends.
+// offsetMismatch is an upload part, or an attempt's output, that starts past what the
+// server holds of it.
 type offsetMismatch struct{ held, sent int64 }
 
 func (e offsetMismatch) Error() string {
-	return fmt.Sprintf("The server holds %d bytes of this upload, not %d; resume from %d.", e.held, e.sent, e.held)
+	return fmt.Sprintf("The server holds %d bytes of this upload or output, not %d; resume from %d.", e.held, e.sent, e.held)
 }
 
 const leaseLostDetail = "This attempt no longer holds the job: it was canceled or deleted, or its lease ran out and it went back to the queue. Stop it; nothing more it sends is kept."
@@ -46,8 +48,12 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		bad     badRequest
 		big     tooLarge
 		offset  offsetMismatch
+		gap     *artifact.LogOffsetError
 		invalid *job.InvalidError
 	)
+	if errors.As(err, &gap) {
+		err = offsetMismatch{held: gap.Held, sent: gap.Offset}
+	}
 	switch {
 	case errors.Is(err, job.ErrLeaseLost):
 		h.problem(w, r, problem.LeaseLost, leaseLostDetail)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -272,10 +273,17 @@ func (h *Handler) remove(w http.ResponseWriter, r *http.Request) {
 	}))(w, r)
 }
 
+// appendLog adds a part of an attempt's output to the job's log, at the offset in that
+// output that the Upload-Offset header names.
 func (h *Handler) appendLog(w http.ResponseWriter, r *http.Request) {
 	f, err := parseFence(r.PathValue("id"), r.PathValue("attempt"))
 	if err != nil {
 		h.fail(w, r, err)
+		return
+	}
+	offset, err := strconv.ParseInt(r.Header.Get(headerOffset), 10, 64)
+	if err != nil || offset < 0 {
+		h.fail(w, r, badRequest{"Send the offset of this output in the attempt's, a whole number of bytes, in an " + headerOffset + " header."})
 		return
 	}
 	p, err := readAll(w, r, maxLogBody)
@@ -287,7 +295,7 @@ func (h *Handler) appendLog(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	if err := h.cfg.Queue.AppendLog(r.Context(), f, p); err != nil {
+	if err := h.cfg.Queue.AppendLog(r.Context(), f, offset, p); err != nil {
 		h.fail(w, r, err)
 		return
 	}

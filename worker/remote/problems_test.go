@@ -30,6 +30,8 @@ type workerServer struct {
 	url, token string
 	keys       *keys
 	store      *sqlite.Store
+	arts       *artifactfs.Store
+	queue      *backend.Queue
 	handler    *remote.Handler
 	staging    string // the uploads folder
 	lease      *worker.Lease
@@ -51,7 +53,7 @@ func newWorkerServer(t *testing.T, cfg remote.HandlerConfig) *workerServer {
 	quiet := slog.New(slog.DiscardHandler)
 	q := backend.New(backend.Config{Store: st, Artifacts: arts, MaxAttempts: 2, Logger: quiet})
 	ks := &keys{}
-	ws := &workerServer{token: ks.add("gpu-node-1", true), keys: ks, store: st, staging: filepath.Join(dir, "uploads")}
+	ws := &workerServer{token: ks.add("gpu-node-1", true), keys: ks, store: st, arts: arts, queue: q, staging: filepath.Join(dir, "uploads")}
 	cfg.Queue, cfg.Keys, cfg.Leases, cfg.Staging, cfg.Logger = q, ks, q, ws.staging, quiet
 	if ws.handler, err = remote.NewHandler(cfg); err != nil {
 		t.Fatal(err)
@@ -113,6 +115,7 @@ func TestWorkerErrorsAreProblems(t *testing.T) {
 	attempt := func(id string, n int) string { return "/v1/worker/jobs/" + id + "/attempts/" + strconv.Itoa(n) }
 	held := attempt(ws.lease.JobID, ws.lease.Attempt)
 	other := "Authorization: Bearer " + ws.keys.add("gpu-node-2", true)
+	at0 := []string{"Upload-Offset: 0"}
 	unknown, stale := attempt(job.NewID(), 1), attempt(ws.lease.JobID, ws.lease.Attempt+1)
 	fence := func(id string, n int, extra string) string {
 		return `{"job_id":"` + id + `","attempt":` + strconv.Itoa(n) + extra + `}`
@@ -134,11 +137,13 @@ func TestWorkerErrorsAreProblems(t *testing.T) {
 		{"a heartbeat of an unknown job", "POST", "/v1/worker/heartbeat", fence(job.NewID(), 1, ""), nil, 409, "lease-lost", "no longer holds"},
 		{"a heartbeat of a stale attempt", "POST", "/v1/worker/heartbeat", fence(ws.lease.JobID, ws.lease.Attempt+1, ""), nil, 409, "lease-lost", "no longer holds"},
 		{"an outcome that is none", "POST", "/v1/worker/complete", fence(ws.lease.JobID, ws.lease.Attempt, `,"status":"bogus"`), nil, 400, "invalid-input", `not "bogus"`},
-		{"a log of an unknown job", "POST", unknown + "/log", "line\n", nil, 409, "lease-lost", "no longer holds"},
-		{"a log of a stale attempt", "POST", stale + "/log", "line\n", nil, 409, "lease-lost", "no longer holds"},
-		{"a log of another token's lease", "POST", held + "/log", "line\n", []string{other}, 409, "lease-lost", "no longer holds"},
-		{"a log of a malformed job id", "POST", "/v1/worker/jobs/job_1/attempts/1/log", "line\n", nil, 400, "invalid-input", "not a job id"},
-		{"a log of attempt 0", "POST", attempt(ws.lease.JobID, 0) + "/log", "line\n", nil, 400, "invalid-input", "not an attempt"},
+		{"a log of an unknown job", "POST", unknown + "/log", "line\n", at0, 409, "lease-lost", "no longer holds"},
+		{"a log of a stale attempt", "POST", stale + "/log", "line\n", at0, 409, "lease-lost", "no longer holds"},
+		{"a log of another token's lease", "POST", held + "/log", "line\n", []string{other, "Upload-Offset: 0"}, 409, "lease-lost", "no longer holds"},
+		{"a log of a malformed job id", "POST", "/v1/worker/jobs/job_1/attempts/1/log", "line\n", at0, 400, "invalid-input", "not a job id"},
+		{"a log of attempt 0", "POST", attempt(ws.lease.JobID, 0) + "/log", "line\n", at0, 400, "invalid-input", "not an attempt"},
+		{"a log without an offset", "POST", held + "/log", "line\n", nil, 400, "invalid-input", "Upload-Offset"},
+		{"a log past what the server holds", "POST", held + "/log", "line\n", []string{"Upload-Offset: 9"}, 409, "offset-mismatch", "holds 0 bytes"},
 		{"an upload without an offset", "PUT", held + "/artifacts/t1.cif", "data", nil, 400, "invalid-input", "Upload-Offset"},
 		{"an upload at another offset", "PUT", held + "/artifacts/t1.cif", "data", []string{"Upload-Offset: 7"}, 409, "offset-mismatch", "holds 0 bytes"},
 		{"an unknown endpoint", "POST", "/v1/worker/nope", `{}`, nil, 404, "not-found", "no worker endpoint"},

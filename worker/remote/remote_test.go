@@ -249,7 +249,7 @@ func TestLeaseLostCrossesTheWire(t *testing.T) {
 	if !errors.Is(err, job.ErrLeaseLost) {
 		t.Errorf("Heartbeat error = %v, want job.ErrLeaseLost", err)
 	}
-	if err := c.AppendLog(t.Context(), worker.Fence{JobID: job.NewID(), Attempt: 1}, []byte("x")); !errors.Is(err, job.ErrLeaseLost) {
+	if err := c.AppendLog(t.Context(), worker.Fence{JobID: job.NewID(), Attempt: 1}, 0, []byte("x")); !errors.Is(err, job.ErrLeaseLost) {
 		t.Errorf("AppendLog error = %v, want job.ErrLeaseLost", err)
 	}
 }
@@ -257,8 +257,10 @@ func TestLeaseLostCrossesTheWire(t *testing.T) {
 // lostQueue answers every fenced write with a lost lease.
 type lostQueue struct{ worker.Queue }
 
-func (lostQueue) Heartbeat(context.Context, worker.Heartbeat) error     { return job.ErrLeaseLost }
-func (lostQueue) AppendLog(context.Context, worker.Fence, []byte) error { return job.ErrLeaseLost }
+func (lostQueue) Heartbeat(context.Context, worker.Heartbeat) error { return job.ErrLeaseLost }
+func (lostQueue) AppendLog(context.Context, worker.Fence, int64, []byte) error {
+	return job.ErrLeaseLost
+}
 
 // workerIDs is a Queue that records the worker ids it is given.
 type workerIDs struct {
