@@ -107,13 +107,16 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	if r.ContentLength > maxJSONBody {
 		return tooLarge{fmt.Sprintf("The request body is over the limit of %d bytes.", maxJSONBody)}
 	}
-	err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxJSONBody)).Decode(v)
+	body := &bodyReader{r: http.MaxBytesReader(w, r.Body, maxJSONBody)}
+	err := json.NewDecoder(body).Decode(v)
 	var big *http.MaxBytesError
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, &big):
 		return tooLarge{fmt.Sprintf("The request body is over the limit of %d bytes.", big.Limit)}
+	case body.err != nil:
+		return badRequest{brokenBody}
 	}
 	return badRequest{jsonProblem(err, v)}
 }
@@ -179,4 +182,4 @@ func readAll(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error
 	return nil, badRequest{brokenBody}
 }
 
-const brokenBody = "The request body ended before the length its headers announced, or broke its chunked framing."
+const brokenBody = "The request body ended before the length its headers announced, broke its chunked framing, or stopped arriving before its end."

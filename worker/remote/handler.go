@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -38,6 +39,9 @@ type HandlerConfig struct {
 	Staging                         string
 	StagingPerJob, StagingPerWorker int64
 	SweepEvery                      time.Duration
+	// BodyIdle is how long a request body may go without a byte arriving before the
+	// request is answered as broken; 0: DefaultBodyIdle.
+	BodyIdle time.Duration
 	// PublicURL is the base of problem type URIs, as api.Config.PublicURL.
 	PublicURL string
 	Logger    *slog.Logger
@@ -64,6 +68,9 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 	}
 	if cfg.SweepEvery <= 0 {
 		cfg.SweepEvery = time.Minute
+	}
+	if cfg.BodyIdle <= 0 {
+		cfg.BodyIdle = DefaultBodyIdle
 	}
 	h := &Handler{cfg: cfg, mux: http.NewServeMux(), staging: st}
 	h.closing, h.close = context.WithCancel(context.Background())
@@ -128,7 +135,28 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.problem(w, r, k, detail)
 		return
 	}
+	r.Body = &idleBody{ReadCloser: r.Body, rc: http.NewResponseController(w), idle: h.cfg.BodyIdle}
 	h.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tokenName{}, name)))
+}
+
+// DefaultBodyIdle is HandlerConfig.BodyIdle's default.
+const DefaultBodyIdle = 30 * time.Second
+
+// idleBody bounds the wait for each read of a request body, so that a body announced and
+// never sent holds its connection no longer than that: an upload part of any size may
+// take its time as long as it keeps arriving. Once the body is read to its end, net/http
+// clears the deadline as it starts reading ahead on the connection, so that what the
+// handler does next (a lease waits up to a minute) is not cut short.
+type idleBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	idle time.Duration
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	// Not every ResponseWriter supports deadlines (httptest's recorder does not).
+	_ = b.rc.SetReadDeadline(time.Now().Add(b.idle))
+	return b.ReadCloser.Read(p)
 }
 
 // tokenName is the context key of the name of the request's worker token.

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -356,5 +357,41 @@ func TestCloseAnswersHeldLeases(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("a held lease was not answered within 5 s of Close")
+	}
+}
+
+// TestWorkAfterTheBodyOutlastsTheBodyDeadline: the read deadline on a request's body goes
+// once the body is read, so that what the server does with it afterwards (storing a
+// large artifact) may take longer than the deadline.
+func TestWorkAfterTheBodyOutlastsTheBodyDeadline(t *testing.T) {
+	t.Parallel()
+	ks := &keys{}
+	q := &slowStore{took: 300 * time.Millisecond}
+	h, err := remote.NewHandler(remote.HandlerConfig{Queue: q, Keys: ks, Leases: anyHolder{},
+		Staging: t.TempDir(), BodyIdle: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	c := client(t, srv.URL, ks.add("gpu-node-1", true))
+	if err := c.PutArtifact(t.Context(), worker.Fence{JobID: job.NewID(), Attempt: 1}, "t1.cif", strings.NewReader("data")); err != nil {
+		t.Fatalf("an artifact stored for longer than the body deadline: %v", err)
+	}
+}
+
+// slowStore is a Queue that takes its time to store an artifact, as a large one does.
+type slowStore struct {
+	worker.Queue
+	took time.Duration
+}
+
+func (q *slowStore) PutArtifact(ctx context.Context, _ worker.Fence, _ string, r io.Reader) error {
+	select {
+	case <-time.After(q.took):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
