@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -77,7 +78,7 @@ func abandonUnread(w http.ResponseWriter, r *http.Request, b *bodyWatch) {
 func bodyError(err error) string {
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return "The request body did not arrive within " + bodyReadTimeout.String() + "; send it whole, at once."
+		return fmt.Sprintf("The request body did not arrive within %d seconds; send it whole, at once.", int(bodyReadTimeout.Seconds()))
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return "The request body ended before the length its headers announced."
 	}

@@ -5,10 +5,12 @@
 // accepts nothing else.
 //
 // The wire is plain JSON of the protocol's own types, one POST per call, except for the
-// two calls that carry bytes: a log append is the bytes themselves, and an artifact goes up
-// in chunks at explicit offsets, so that an upload cut off by a dropped connection resumes
-// where the server's copy ends instead of starting over (see Client.PutArtifact). Every
-// error is a problem detail of the public API's types (package problem).
+// two calls that carry bytes, each at an explicit offset: a log append is the bytes
+// themselves, at their offset in the attempt's output, so that one sent again after a lost
+// answer lands once (see Client.AppendLog); and an artifact goes up in chunks, so that an
+// upload cut off by a dropped connection resumes where the server's copy ends instead of
+// starting over (see Client.PutArtifact). Every error is a problem detail of the public
+// API's types (package problem).
 //
 // It imports worker, job, store (for the key record), apikey and api/problem of
 // chaperone's packages.
