@@ -137,8 +137,11 @@ func (s *Server) detach(w http.ResponseWriter, r *http.Request, jobID string, d 
 		return false
 	}
 	// The next request on the connection starts after this one's body: all of it must be
-	// read before the connection is taken. A create's body is parsed by now; what may
-	// remain is trailing white space.
+	// read before the connection is taken. A create's body is read by now; a body that a
+	// handler left unread is not waited for (unread.go), and its hold stays in net/http.
+	if b, ok := r.Body.(*bodyWatch); !ok || b.unread(r) {
+		return false
+	}
 	if _, err := io.CopyN(io.Discard, r.Body, 4<<10); err != io.EOF {
 		return false
 	}

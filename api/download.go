@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/chaperone-bio/chaperone/api/problem"
 )
 
 // download is one downloadable representation (an artifact, the archive, the log) as the
@@ -56,7 +58,7 @@ func (s *Server) serveDownload(w http.ResponseWriter, r *http.Request, jobID str
 	}
 	switch status {
 	case http.StatusPreconditionFailed:
-		s.writeProblem(w, r, probPrecondition, "The file does not match If-Match or If-Unmodified-Since: it is not the version the request names. Fetch it again without the condition.")
+		s.writeProblem(w, r, problem.PreconditionFailed, "The file does not match If-Match or If-Unmodified-Since: it is not the version the request names. Fetch it again without the condition.")
 		return
 	case http.StatusNotModified:
 		h.Del("Content-Type")
@@ -98,7 +100,7 @@ func (s *Server) serveDownload(w http.ResponseWriter, r *http.Request, jobID str
 	start, end, ok := spec.resolve(size)
 	if !ok {
 		h.Set("Content-Range", "bytes */"+strconv.FormatInt(size, 10))
-		s.writeProblem(w, r, probRange, "The range "+r.Header.Get("Range")+" lies outside the file, which is "+strconv.FormatInt(size, 10)+" bytes long.")
+		s.writeProblem(w, r, problem.RangeNotSatisfiable, "The range "+r.Header.Get("Range")+" lies outside the file, which is "+strconv.FormatInt(size, 10)+" bytes long.")
 		return
 	}
 	h.Set("Content-Range", "bytes "+strconv.FormatInt(start, 10)+"-"+strconv.FormatInt(end, 10)+"/"+strconv.FormatInt(size, 10))

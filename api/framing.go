@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/chaperone-bio/chaperone/api/problem"
 )
 
 // net/http answers a few requests by itself, before any handler sees them: a request line
@@ -44,7 +46,7 @@ func (l problemListener) Accept() (net.Conn, error) {
 			pc.release = release
 			return pc, nil
 		}
-		go refuse(c, l.s.rawProblem(probTooManyConns, "This client has too many connections open; close some, or reuse them with keep-alive."))
+		go refuse(c, l.s.rawProblem(problem.TooManyConnections, "This client has too many connections open; close some, or reuse them with keep-alive."))
 	}
 }
 
@@ -99,14 +101,14 @@ func (c *problemConn) SyscallConn() (syscall.RawConn, error) {
 // netHTTPAnswer recognises one of net/http's own answers in a write to the connection,
 // and returns its kind and what net/http said. A handler's answer never matches: it
 // carries a Date header, and no handler answers 417.
-func netHTTPAnswer(p []byte) (problemKind, string, bool) {
+func netHTTPAnswer(p []byte) (problem.Kind, string, bool) {
 	const prefix = "HTTP/1.1 "
 	if len(p) < len(prefix)+3 || !bytes.HasPrefix(p, []byte(prefix)) {
-		return problemKind{}, "", false
+		return problem.Kind{}, "", false
 	}
 	code, err := strconv.Atoi(string(p[len(prefix) : len(prefix)+3]))
 	if err != nil {
-		return problemKind{}, "", false
+		return problem.Kind{}, "", false
 	}
 	var detail string
 	if i := bytes.Index(p, []byte(netHTTPErrorHeaders)); i > 0 {
@@ -114,29 +116,28 @@ func netHTTPAnswer(p []byte) (problemKind, string, bool) {
 	} else if code == http.StatusExpectationFailed && bytes.HasPrefix(p[len(prefix)+3:], []byte(" Expectation Failed\r\n")) {
 		detail = "the Expect header asks for something other than 100-continue"
 	} else {
-		return problemKind{}, "", false
+		return problem.Kind{}, "", false
 	}
 	switch code {
 	case http.StatusBadRequest:
-		return probMalformed, "The request could not be parsed as HTTP/1.1 (" + detail + ").", true
+		return problem.Malformed, "The request could not be parsed as HTTP/1.1 (" + detail + ").", true
 	case http.StatusRequestHeaderFieldsTooLarge:
-		return probHeadersTooLarge, "The request's headers are over the limit of 1 MB.", true
+		return problem.HeadersTooLarge, "The request's headers are over the limit of 1 MB.", true
 	case http.StatusNotImplemented:
-		return probNotImplemented, "The request uses a transfer coding the server does not implement; send the body with Content-Length or chunked.", true
+		return problem.NotImplemented, "The request uses a transfer coding the server does not implement; send the body with Content-Length or chunked.", true
 	case http.StatusHTTPVersionNotSupported:
-		return probVersion, "The request's HTTP version is not supported; use HTTP/1.1 or HTTP/1.0.", true
+		return problem.VersionNotSupported, "The request's HTTP version is not supported; use HTTP/1.1 or HTTP/1.0.", true
 	case http.StatusExpectationFailed:
-		return probExpectation, "The request's Expect header asks for something other than 100-continue.", true
+		return problem.ExpectationFailed, "The request's Expect header asks for something other than 100-continue.", true
 	}
-	return problemKind{}, "", false
+	return problem.Kind{}, "", false
 }
 
 // rawProblem is a whole HTTP response carrying a problem of kind k, for a connection that
 // closes after it. The request was not parsed, so neither its path nor its Host is known.
-func (s *Server) rawProblem(k problemKind, detail string) []byte {
-	body, _ := json.Marshal(problem{Type: s.publicURL + "/errors/" + k.slug, Title: k.title, Status: k.status,
-		Detail: detail, Instance: ""})
+func (s *Server) rawProblem(k problem.Kind, detail string) []byte {
+	body, _ := json.Marshal(problem.New(s.publicURL, k, detail, ""))
 	body = append(body, '\n')
 	return fmt.Appendf(nil, "HTTP/1.1 %d %s\r\nContent-Type: application/problem+json\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s",
-		k.status, http.StatusText(k.status), len(body), body)
+		k.Status, http.StatusText(k.Status), len(body), body)
 }

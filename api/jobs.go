@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chaperone-bio/chaperone/api/problem"
 	"github.com/chaperone-bio/chaperone/catalog"
 	"github.com/chaperone-bio/chaperone/job"
 	"github.com/chaperone-bio/chaperone/store"
@@ -59,22 +60,30 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, validate func([]
 		return
 	}
 	if !isJSON(r.Header.Get("Content-Type")) {
-		s.writeProblem(w, r, probUnsupportedMedia, "Send the request body as JSON, with Content-Type: application/json.")
+		s.writeProblem(w, r, problem.UnsupportedMediaType, "Send the request body as JSON, with Content-Type: application/json.")
 		return
 	}
 	idemKey, hasKey := r.Header["Idempotency-Key"]
 	if hasKey && !validIdempotencyKey(idemKey[0]) {
-		s.writeProblem(w, r, probInvalid, "Idempotency-Key: must be 1 to 255 printable ASCII characters.")
+		s.writeProblem(w, r, problem.Invalid, "Idempotency-Key: must be 1 to 255 printable ASCII characters.")
+		return
+	}
+	// A body announced over the cap is refused before any of it is read: waiting for bytes
+	// that will be refused anyway would hold the connection until the read timeout.
+	limit := int64(s.cat.Limits.RequestBytes)
+	if r.ContentLength > limit {
+		s.writeProblem(w, r, problem.TooLarge, fmt.Sprintf("The request body is over the limit of %d bytes.", limit))
 		return
 	}
 	body, err := s.readBody(w, r)
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		s.writeProblem(w, r, probTooLarge, fmt.Sprintf("The request body is over the limit of %d bytes.", tooLarge.Limit))
+		s.writeProblem(w, r, problem.TooLarge, fmt.Sprintf("The request body is over the limit of %d bytes.", tooLarge.Limit))
 		return
 	}
 	if err != nil {
-		s.writeProblem(w, r, probInvalid, "The request body could not be read: "+err.Error())
+		s.log.InfoContext(r.Context(), "create: reading the body", "request_id", requestID(r.Context()), "error", err.Error())
+		s.writeProblem(w, r, problem.Invalid, bodyError(err))
 		return
 	}
 	j, err := validate(body)
@@ -261,7 +270,7 @@ func (s *Server) checkAvailable(ctx context.Context, j *job.Job) error {
 func (s *Server) requireOwner(w http.ResponseWriter, r *http.Request) (job.Owner, bool) {
 	o, err := s.owner(r)
 	if errors.Is(err, errBadKey) {
-		s.writeProblem(w, r, probUnauthorized, "The API key is not valid: it is unknown, revoked or malformed. Send a valid key, or none.")
+		s.writeProblem(w, r, problem.Unauthorized, "The API key is not valid: it is unknown, revoked or malformed. Send a valid key, or none.")
 		return job.Owner{}, false
 	}
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chaperone-bio/chaperone/api/problem"
 	"github.com/chaperone-bio/chaperone/artifact"
 	"github.com/chaperone-bio/chaperone/job"
 )
@@ -192,7 +193,7 @@ func (s *Server) artifact(w http.ResponseWriter, r *http.Request) {
 	}
 	p := r.PathValue("path")
 	if !slices.ContainsFunc(j.Results.Artifacts, func(a job.Artifact) bool { return a.Path == p }) {
-		s.writeProblem(w, r, probNotFound, fmt.Sprintf("The job has no artifact %q; the results manifest lists every artifact path.", p))
+		s.writeProblem(w, r, problem.NotFound, fmt.Sprintf("The job has no artifact %q; the results manifest lists every artifact path.", p))
 		return
 	}
 	f, err := s.artifacts.Open(r.Context(), j.ID, j.Attempt, p)

@@ -13,7 +13,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -23,6 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/chaperone-bio/chaperone/api/problem"
 	"github.com/chaperone-bio/chaperone/artifact"
 	"github.com/chaperone-bio/chaperone/catalog"
 	"github.com/chaperone-bio/chaperone/store"
@@ -187,9 +187,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	info := &requestInfo{id: newRequestID(), start: time.Now()}
 	r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
 	w.Header().Set("X-Request-Id", info.id)
-	rec := &statusRecorder{ResponseWriter: w}
+	body := watchBody(r)
+	rec := &statusRecorder{ResponseWriter: w, req: r}
 	defer func() {
 		if !info.detached { // a detached hold records its request when it answers
+			abandonUnread(w, r, body)
 			s.record(r, info, rec.status())
 		}
 	}()
@@ -199,9 +201,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(rec, r, k, detail)
 		return
 	}
-	h, pattern := s.mux.Handler(r)
-	if pattern == "" {
-		s.unmatched(rec, r, h)
+	if k, allow, unrouted := problem.Unrouted(s.mux, r); unrouted {
+		s.unmatched(rec, r, k, allow)
 		return
 	}
 	s.mux.ServeHTTP(rec, r)
@@ -211,14 +212,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // slashes: it answers those with a redirect to the clean path, here a 404 as no API path
 // has them) and what handlers would silently ignore (a query string that does not parse),
 // and says what is wrong.
-func malformed(r *http.Request) (k problemKind, detail string, ok bool) {
+func malformed(r *http.Request) (k problem.Kind, detail string, ok bool) {
 	if p := r.URL.Path; r.Method != http.MethodConnect && (p == "" || p[0] != '/' || path.Clean(p) != p && path.Clean(p)+"/" != p) {
-		return probNotFound, "There is no endpoint at " + strconv.Quote(p) + ": API paths have no . or .. segments and no doubled slashes.", false
+		return problem.NotFound, "There is no endpoint at " + strconv.Quote(p) + ": API paths have no . or .. segments and no doubled slashes.", false
 	}
 	if _, err := url.ParseQuery(r.URL.RawQuery); err != nil {
-		return probInvalid, "The query string does not parse: " + err.Error() + ".", false
+		return problem.Invalid, "The query string does not parse: " + err.Error() + ".", false
 	}
-	return problemKind{}, "", true
+	return problem.Kind{}, "", true
 }
 
 // record counts a request in the metrics and writes its access-log line.
@@ -234,37 +235,28 @@ func (s *Server) record(r *http.Request, info *requestInfo, status int) {
 		slog.Int("status", status), slog.Float64("ms", float64(elapsed.Microseconds())/1000))
 }
 
-// unmatched answers a request no route took. The mux knows whether the path exists under
-// another method (405 with Allow) or not at all (404); ask it, then answer in problem+json.
-func (s *Server) unmatched(w http.ResponseWriter, r *http.Request, h http.Handler) {
-	probe := &headerProbe{header: http.Header{}}
-	h.ServeHTTP(probe, r)
-	if probe.code == http.StatusMethodNotAllowed {
-		w.Header().Set("Allow", probe.header.Get("Allow"))
-		s.writeProblem(w, r, probMethod, r.Method+" is not allowed on "+r.URL.Path+"; allowed: "+probe.header.Get("Allow")+".")
+// unmatched answers a request no route took: 405 with Allow when the path exists under
+// another method, else 404.
+func (s *Server) unmatched(w http.ResponseWriter, r *http.Request, k problem.Kind, allow string) {
+	if k == problem.MethodNotAllowed {
+		w.Header().Set("Allow", allow)
+		s.writeProblem(w, r, k, r.Method+" is not allowed on "+r.URL.Path+"; allowed: "+allow+".")
 		return
 	}
-	s.writeProblem(w, r, probNotFound, "There is no endpoint at "+r.URL.Path+"; see /v1/openapi.json for the API.")
+	s.writeProblem(w, r, problem.NotFound, "There is no endpoint at "+r.URL.Path+"; see /v1/openapi.json for the API.")
 }
 
-// headerProbe captures what the mux's fallback handler would answer, writing nothing.
-type headerProbe struct {
-	header http.Header
-	code   int
-}
-
-func (p *headerProbe) Header() http.Header         { return p.header }
-func (p *headerProbe) Write(b []byte) (int, error) { return len(b), nil }
-func (p *headerProbe) WriteHeader(code int)        { p.code = code }
-
-// statusRecorder remembers the status a handler wrote, for metrics.
+// statusRecorder remembers the status a handler wrote, for metrics, and closes the
+// connection after an answer that left the request body unread (unread.go).
 type statusRecorder struct {
 	http.ResponseWriter
+	req  *http.Request
 	code int
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
 	if r.code == 0 {
+		closeIfUnread(r.ResponseWriter, r.req)
 		r.code = code
 	}
 	r.ResponseWriter.WriteHeader(code)
@@ -272,6 +264,7 @@ func (r *statusRecorder) WriteHeader(code int) {
 
 func (r *statusRecorder) Write(b []byte) (int, error) {
 	if r.code == 0 {
+		closeIfUnread(r.ResponseWriter, r.req)
 		r.code = http.StatusOK
 	}
 	return r.ResponseWriter.Write(b)
@@ -310,57 +303,7 @@ func requestID(ctx context.Context) string {
 }
 
 // publicBase is the base URL of problem types.
-func (s *Server) publicBase(r *http.Request) string {
-	if s.publicURL != "" {
-		return s.publicURL
-	}
-	if !plainHost(r.Host) {
-		return "" // the type stays a reference relative to the server
-	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host
-}
-
-// plainHost reports whether a Host header is a DNS name or an IP literal, with an optional
-// port, and nothing else: what net/http accepts is wider (userinfo-like and sub-delimiter
-// characters), and the problem type must not carry what a client slipped in.
-func plainHost(h string) bool {
-	host, port, err := net.SplitHostPort(h)
-	if err != nil {
-		host, port = h, ""
-	} else if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return false
-	}
-	if strings.HasPrefix(h, "[") {
-		inner, closed := strings.CutSuffix(strings.TrimPrefix(host, "["), "]")
-		if port == "" && !closed { // with a port, SplitHostPort took the brackets off
-			return false
-		}
-		a, err := netip.ParseAddr(inner)
-		return err == nil && a.Is6() && a.Zone() == ""
-	}
-	if a, err := netip.ParseAddr(host); err == nil {
-		return a.Is4() // an IPv6 address must be in brackets
-	}
-	host = strings.TrimSuffix(host, ".")
-	if host == "" || len(host) > 253 {
-		return false
-	}
-	for _, label := range strings.Split(host, ".") {
-		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
-			return false
-		}
-		for _, c := range []byte(label) {
-			if !(c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
-				return false
-			}
-		}
-	}
-	return true
-}
+func (s *Server) publicBase(r *http.Request) string { return problem.Base(s.publicURL, r) }
 
 // health is liveness: 200 while the process serves. Whether start-up is over is its
 // "ready" field, and the status of /v1/ready, for load balancers.
@@ -378,7 +321,7 @@ const startingRetry = 5 * time.Second
 func (s *Server) readiness(w http.ResponseWriter, r *http.Request) {
 	if !s.ready() {
 		w.Header().Set("Retry-After", retryAfterSeconds(startingRetry))
-		s.writeProblem(w, r, probUnavailable, startingDetail)
+		s.writeProblem(w, r, problem.Unavailable, startingDetail)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]bool{"ready": true})

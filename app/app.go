@@ -72,6 +72,10 @@ type Config struct {
 	// MSAServerURL is the alignment server the engines were configured with, shown in the
 	// catalog; default engine.DefaultMSAServer.
 	MSAServerURL string
+	// StagingPerJob and StagingPerWorker cap the bytes of unfinished uploads from workers on
+	// other machines that this server keeps, per job and per worker token; 0: the
+	// defaults of remote.HandlerConfig.
+	StagingPerJob, StagingPerWorker int64
 	// Queue timing; tests shorten them.
 	LeaseTTL    time.Duration // default 30 s
 	Heartbeat   time.Duration // default 1 s
@@ -218,8 +222,9 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	}
 	queue := backend.New(backend.Config{Store: st, Artifacts: arts, MaxAttempts: cfg.MaxAttempts,
 		LeaseTTL: cfg.LeaseTTL, Heartbeat: cfg.Heartbeat, Logger: log})
-	remoteWorkers, err := remote.NewHandler(remote.HandlerConfig{Queue: queue, Keys: st,
-		Staging: filepath.Join(cfg.DataDir, "uploads"), Logger: log})
+	remoteWorkers, err := remote.NewHandler(remote.HandlerConfig{Queue: queue, Keys: st, Leases: queue,
+		Staging: filepath.Join(cfg.DataDir, "uploads"), StagingPerJob: cfg.StagingPerJob, StagingPerWorker: cfg.StagingPerWorker,
+		SweepEvery: cfg.LeaseTTL, PublicURL: cfg.PublicURL, Logger: log})
 	if err != nil {
 		return nil, err
 	}

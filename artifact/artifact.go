@@ -6,6 +6,7 @@ package artifact
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	iofs "io/fs"
 )
@@ -22,8 +23,17 @@ type Store interface {
 	Open(ctx context.Context, jobID string, attempt int, path string) (File, error)
 	// DeleteAttempt removes the result files of one attempt (a lost or abandoned one).
 	DeleteAttempt(ctx context.Context, jobID string, attempt int) error
-	// AppendLog appends to the job's run log, which all attempts share.
-	AppendLog(ctx context.Context, jobID string, p []byte) error
+	// AppendLog adds output of one attempt of a job to the job's run log, which shows the
+	// output of every attempt, in attempt order. offset is where p starts in that
+	// attempt's output: bytes of it the store already holds are not written again, so a
+	// writer that did not learn whether an append went through (an answer lost with a
+	// server) sends it again, or sends it with more after it, and the log holds it once.
+	// It returns how many bytes of the attempt's output the store holds after the append
+	// (an empty p asks only that). An offset past them is a *LogOffsetError. Once a later
+	// attempt's output has begun, an attempt's log is closed (ErrLogClosed): only the last
+	// attempt's output grows, so that the log as a whole only grows at its end, and a
+	// reader that follows it by offset misses nothing.
+	AppendLog(ctx context.Context, jobID string, attempt int, offset int64, p []byte) (int64, error)
 	// OpenLog reads the run log as it stands when opened: the File's size is fixed then,
 	// however much is appended later. A missing log reads as empty, not as an error.
 	OpenLog(ctx context.Context, jobID string) (File, error)
@@ -40,4 +50,30 @@ type Store interface {
 type File interface {
 	io.ReadSeekCloser
 	Stat() (iofs.FileInfo, error)
+}
+
+// ErrLogClosed refuses output of an attempt whose job's log shows a later attempt's.
+var ErrLogClosed = errors.New("artifact: a later attempt's output has begun; this attempt's log is closed")
+
+// LogOffsetError refuses output that starts past what the store holds of its attempt's.
+type LogOffsetError struct {
+	Held, Offset int64
+}
+
+func (e *LogOffsetError) Error() string {
+	return fmt.Sprintf("artifact: the log holds %d bytes of the attempt's output, not %d", e.Held, e.Offset)
+}
+
+// NewLogBytes is what of p, output of an attempt from offset on, a log that holds held
+// bytes of that attempt's output lacks: the stores' one rule for AppendLog.
+func NewLogBytes(held, offset int64, p []byte) ([]byte, error) {
+	switch {
+	case offset < 0:
+		return nil, fmt.Errorf("artifact: a log offset of %d", offset)
+	case offset > held:
+		return nil, &LogOffsetError{Held: held, Offset: offset}
+	case held-offset >= int64(len(p)):
+		return nil, nil
+	}
+	return p[held-offset:], nil
 }

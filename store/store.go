@@ -116,6 +116,9 @@ type JobSummary struct {
 	Total    int
 	Error    string
 	Attempt  int
+	// WorkerID is the worker that leased the current attempt: the lease's holder while the
+	// job runs, "" once the job is back in the queue.
+	WorkerID string
 
 	CreatedAt  time.Time
 	StartedAt  time.Time
@@ -131,7 +134,7 @@ func SummaryOf(j *job.Job) *JobSummary {
 		ID: j.ID, Owner: j.Owner, Kind: j.Kind, Name: j.Name, Model: j.Model, Protocol: j.Protocol,
 		RunModel: j.RunModel, Params: j.Params,
 		Status: j.Status, Stage: j.Stage, Progress: j.Progress, Done: j.Done, Total: j.Total,
-		Error: j.Error, Attempt: j.Attempt,
+		Error: j.Error, Attempt: j.Attempt, WorkerID: j.WorkerID,
 		CreatedAt: j.CreatedAt, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt,
 		ResultsReady: j.ResultsReady(),
 	}

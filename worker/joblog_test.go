@@ -3,13 +3,25 @@ package worker
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 )
+
+// testJobLog is the log of attempt 1 of job J through q, whose lease lasts lease more.
+func testJobLog(q Queue, hide []string, log *slog.Logger, lease time.Duration) *jobLog {
+	l := &jobLog{q: q, fence: Fence{JobID: "J", Attempt: 1}, log: log, send: make(chan struct{}, 1), hide: hide}
+	l.renewed(time.Now().Add(lease))
+	return l
+}
 
 // slowLogQueue holds every AppendLog until released, as a slow network would.
 type slowLogQueue struct {
@@ -20,7 +32,7 @@ type slowLogQueue struct {
 	got     bytes.Buffer
 }
 
-func (q *slowLogQueue) AppendLog(_ context.Context, _ Fence, p []byte) error {
+func (q *slowLogQueue) AppendLog(_ context.Context, _ Fence, _ int64, p []byte) error {
 	select {
 	case q.entered <- struct{}{}:
 	default:
@@ -35,7 +47,7 @@ func (q *slowLogQueue) AppendLog(_ context.Context, _ Fence, p []byte) error {
 func TestTheToolsOutputDoesNotWaitForASlowLogAppend(t *testing.T) {
 	t.Parallel()
 	q := &slowLogQueue{entered: make(chan struct{}, 1), release: make(chan struct{})}
-	l := &jobLog{q: q, fence: Fence{JobID: "j", Attempt: 1}, send: make(chan struct{}, 1)}
+	l := testJobLog(q, nil, slog.New(slog.DiscardHandler), time.Minute)
 	var want bytes.Buffer
 	write := func(b byte, n int) {
 		p := bytes.Repeat([]byte{b}, n)
@@ -75,7 +87,7 @@ type recordingLogQueue struct {
 	got   bytes.Buffer
 }
 
-func (q *recordingLogQueue) AppendLog(_ context.Context, _ Fence, p []byte) error {
+func (q *recordingLogQueue) AppendLog(_ context.Context, _ Fence, _ int64, p []byte) error {
 	q.got.Write(p)
 	return nil
 }
@@ -99,7 +111,7 @@ func TestTheRunLogNamesPathsRelativeToTheWorkFolder(t *testing.T) {
 	}
 	for _, tt := range tests {
 		q := &recordingLogQueue{}
-		l := &jobLog{q: q, fence: Fence{JobID: "J", Attempt: 1}, send: make(chan struct{}, 1), hide: hide}
+		l := testJobLog(q, hide, slog.New(slog.DiscardHandler), time.Minute)
 		for i, w := range tt.writes {
 			l.Write([]byte(w))
 			l.flush(i == len(tt.writes)-1)
@@ -121,5 +133,110 @@ func TestWorkFolderNames(t *testing.T) {
 	}
 	if got := workFolderNames("data/work/J-1/"); !slices.Equal(got, []string{wd + "/data/work/J-1/", "data/work/J-1/"}) {
 		t.Errorf("relative: %q", got)
+	}
+}
+
+// flakyServer keeps an attempt's output as the server does, each byte once by its offset,
+// and fails the appends that fail says to: before they land, or after, as a server that
+// dies before it answers.
+type flakyServer struct {
+	Queue // only AppendLog is called
+	fail  func(call int) (land bool, err error)
+	mu    sync.Mutex
+	calls int
+	got   []byte
+}
+
+func (s *flakyServer) AppendLog(_ context.Context, _ Fence, offset int64, p []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	land, err := s.fail(s.calls)
+	if !land {
+		return err
+	}
+	held := int64(len(s.got))
+	if offset > held {
+		return fmt.Errorf("output at %d, past the %d bytes held", offset, held)
+	}
+	if held-offset < int64(len(p)) {
+		s.got = append(s.got, p[held-offset:]...)
+	}
+	return err
+}
+
+var errGone = errors.New("the server went away")
+
+// TestFailedAppendsAreSentAgainInOrder: output whose append failed is sent again by the
+// next flush, before what came after it, and lands once, whether the failed append never
+// reached the server or reached it and lost its answer.
+func TestFailedAppendsAreSentAgainInOrder(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		fail func(call int) (land bool, err error)
+	}{
+		{"refused", func(call int) (bool, error) {
+			if call <= 12 && call%3 != 0 {
+				return false, errGone
+			}
+			return true, nil
+		}},
+		{"answer lost", func(call int) (bool, error) {
+			if call <= 12 && call%2 == 1 {
+				return true, errGone
+			}
+			return true, nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := &flakyServer{fail: tc.fail}
+			l := testJobLog(q, nil, slog.New(slog.DiscardHandler), time.Minute)
+			var want bytes.Buffer
+			for i := range 20 {
+				line := fmt.Sprintf("line %d\n", i)
+				want.WriteString(line)
+				l.Write([]byte(line))
+				l.flush(false)
+			}
+			for range 3 { // whatever the last flushes of the job left
+				l.flush(false)
+			}
+			l.flush(true)
+			if got := string(q.got); got != want.String() {
+				t.Errorf("the server holds %q, want %q", got, want.String())
+			}
+		})
+	}
+}
+
+// TestTheWorkersOwnLogStaysJSON: a failing log append is said once per run of failures, in
+// the worker's own (JSON) log, never through the default logger's plain text; and a last
+// flush that cannot land within the lease says so there and gives up.
+func TestTheWorkersOwnLogStaysJSON(t *testing.T) {
+	var plain bytes.Buffer
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(slog.New(slog.NewTextHandler(&plain, nil)))
+	var out bytes.Buffer
+	q := &flakyServer{fail: func(int) (bool, error) { return false, errGone }}
+	l := testJobLog(q, nil, slog.New(slog.NewJSONHandler(&out, nil)), 200*time.Millisecond)
+	for i := range 5 {
+		fmt.Fprintf(l, "line %d\n", i)
+		l.flush(false)
+	}
+	l.flush(true)
+	if plain.Len() != 0 {
+		t.Errorf("the default logger wrote: %s", plain.String())
+	}
+	var lines []map[string]any
+	for line := range strings.Lines(out.String()) {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("a line of the worker's log is not JSON: %q", line)
+		}
+		lines = append(lines, m)
+	}
+	if len(lines) != 2 || lines[0]["level"] != "WARN" || lines[1]["level"] != "ERROR" {
+		t.Errorf("the worker's log says %v; want one warning for the failing appends and one error for the last", lines)
 	}
 }

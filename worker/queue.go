@@ -28,8 +28,13 @@ type Queue interface {
 	Lease(ctx context.Context, req LeaseRequest) (*Lease, error)
 	// Heartbeat renews the lease for Timing.LeaseTTL and records progress.
 	Heartbeat(ctx context.Context, hb Heartbeat) error
-	// AppendLog appends output of the attempt to the job's run log, which all attempts share.
-	AppendLog(ctx context.Context, f Fence, p []byte) error
+	// AppendLog adds output of the attempt to the job's run log, which shows every
+	// attempt's output in attempt order. offset is where p starts in the output that the
+	// attempt's worker sends: bytes of it that the server holds already are not added
+	// again, so that an append whose answer was lost is sent again, alone or with more
+	// output after it, and lands once. The offsets are the worker's own count, from 0 at
+	// the start of each attempt.
+	AppendLog(ctx context.Context, f Fence, offset int64, p []byte) error
 	// PutArtifact stores one result file of the attempt.
 	PutArtifact(ctx context.Context, f Fence, path string, r io.Reader) error
 	// Complete ends the job with the attempt's outcome, in one write fenced by the attempt.

@@ -10,11 +10,9 @@
 package worker
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -337,7 +335,7 @@ func (w *Worker) run(ctx context.Context, l *Lease, s *slotState) {
 	log.Info("job started")
 	started := time.Now()
 	workDir := filepath.Join(w.cfg.WorkDir, fmt.Sprintf("%s-%d", j.ID, j.Attempt))
-	jl := &jobLog{q: w.cfg.Queue, fence: l.Fence, send: make(chan struct{}, 1), hide: workFolderNames(workDir)}
+	jl := newJobLog(w.cfg.Queue, l.Fence, workDir, w.log, started.Add(timing.LeaseTTL))
 	fmt.Fprintf(jl, "== chaperone: attempt %d of %s job %s (model %s) on worker %s at %s ==\n",
 		j.Attempt, j.Kind, j.ID, j.RunModel, w.cfg.ID, started.UTC().Format(time.RFC3339))
 
@@ -581,6 +579,7 @@ func (w *Worker) heartbeat(ctx context.Context, stop context.CancelCauseFunc, j 
 			// The server renewed the lease after the heartbeat was sent; counting from
 			// the sending errs on the early side.
 			renewed = now
+			jl.renewed(now.Add(timing.LeaseTTL))
 		case errors.Is(err, job.ErrLeaseLost):
 			stop(errLeaseLost)
 			return
@@ -638,116 +637,6 @@ func (t *progressTracker) lastActivity() time.Time {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.last
-}
-
-// jobLog buffers a job's output and appends it to the run log in chunks, at every
-// heartbeat and whenever a chunk fills, so the log is readable while the job runs without
-// one write per line. The tool's output never waits on the network: Write only takes mu,
-// which nobody holds across a call to the queue; one send at a time (the send semaphore)
-// keeps chunks in order. The log is the owner's to read, so the names of the job's work
-// folder on this machine (hide) become relative names on the way out.
-type jobLog struct {
-	q     Queue
-	fence Fence
-	send  chan struct{} // one slot: held by whoever is appending to the queue
-	hide  []string      // the work folder's names on this machine, each ending in "/"
-
-	mu     sync.Mutex
-	buf    []byte
-	active bool // output arrived since the last takeActive
-}
-
-const logChunk = 64 << 10
-
-func (l *jobLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	l.buf = append(l.buf, p...)
-	l.active = true
-	full := len(l.buf) >= logChunk
-	l.mu.Unlock()
-	if full {
-		l.flush(false)
-	}
-	return len(p), nil
-}
-
-// takeActive reports whether output arrived since it was last asked.
-func (l *jobLog) takeActive() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	a := l.active
-	l.active = false
-	return a
-}
-
-// flush appends what is buffered to the run log. When another flush is sending, it
-// returns at once (what it leaves is sent by the next flush), unless wait is set: the
-// last flush of a job waits its turn, so that nothing is left behind.
-func (l *jobLog) flush(wait bool) {
-	if wait {
-		l.send <- struct{}{}
-	} else {
-		select {
-		case l.send <- struct{}{}:
-		default:
-			return
-		}
-	}
-	defer func() { <-l.send }()
-	l.mu.Lock()
-	var p []byte
-	p, l.buf = relativeNames(l.buf, l.hide, wait)
-	l.mu.Unlock()
-	if len(p) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	// The log is best effort; the job's outcome does not depend on it. A refusal means the
-	// attempt lost its lease, which the heartbeat reports.
-	if err := l.q.AppendLog(ctx, l.fence, p); err != nil && !errors.Is(err, job.ErrLeaseLost) {
-		slog.Warn("appending to a job log", "job", l.fence.JobID, "error", err.Error())
-	}
-}
-
-var _ io.Writer = (*jobLog)(nil)
-
-// workFolderNames are the names a tool may print for the work folder dir, each with a
-// trailing slash: its absolute path first, then, when the worker's name for it is
-// relative, that name, which the absolute one ends with.
-func workFolderNames(dir string) []string {
-	dir = filepath.Clean(dir)
-	abs, err := filepath.Abs(dir)
-	if err != nil || abs == dir {
-		return []string{dir + "/"}
-	}
-	return []string{abs + "/", dir + "/"}
-}
-
-// relativeNames rewrites every name in hide within p to a path relative to the work folder
-// ("/data/work/J-1/out/a.cif" becomes "./out/a.cif"). Unless final,
-// it holds back an end of p that may be the start of a name the next output completes, and
-// returns it as rest.
-func relativeNames(p []byte, hide []string, final bool) (out, rest []byte) {
-	if len(hide) == 0 || len(p) == 0 {
-		return p, nil
-	}
-	if !final {
-		keep := 0
-		for _, h := range hide {
-			for n := min(len(h)-1, len(p)); n > keep; n-- {
-				if bytes.HasSuffix(p, []byte(h[:n])) {
-					keep = n
-					break
-				}
-			}
-		}
-		p, rest = p[:len(p)-keep], bytes.Clone(p[len(p)-keep:])
-	}
-	for _, h := range hide { // in order: a later name may be the end of an earlier one
-		p = bytes.ReplaceAll(p, []byte(h), []byte("./"))
-	}
-	return p, rest
 }
 
 // slotState is one slot: its GPU and the session of the warm engine it ran last.

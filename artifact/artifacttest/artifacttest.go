@@ -6,12 +6,10 @@
 package artifacttest
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
-	"fmt"
 	"io"
 	iofs "io/fs"
 	"slices"
@@ -43,7 +41,9 @@ func Run(t *testing.T, open func(t *testing.T) artifact.Store) {
 		{"NotFound", testNotFound},
 		{"LogMissingIsEmpty", testLogMissing},
 		{"LogAppendOrder", testLogOrder},
-		{"LogConcurrentAppend", testLogConcurrent},
+		{"LogAppendsSentAgain", testLogSentAgain},
+		{"LogAttemptsInOrder", testLogAttempts},
+		{"LogConcurrentSends", testLogConcurrent},
 		{"LogReadWhileAppending", testLogReadWhileAppending},
 		{"SeekAndStat", testSeekAndStat},
 		{"LogSnapshotSeekAndStat", testLogSnapshot},
@@ -308,9 +308,7 @@ func testInvalidJobIDs(t *testing.T, s artifact.Store) {
 	ctx := t.Context()
 	keep := job.NewID()
 	MustPut(t, s, keep, 1, "t1.cif", "keep")
-	if err := s.AppendLog(ctx, keep, []byte("keep\n")); err != nil {
-		t.Fatal(err)
-	}
+	MustAppendLog(t, s, keep, 1, "keep\n")
 	for _, id := range InvalidJobIDs {
 		if err := s.Put(ctx, id, 1, "t1.cif", strings.NewReader("evil")); err == nil {
 			t.Errorf("Put(job %q) succeeded", id)
@@ -318,7 +316,7 @@ func testInvalidJobIDs(t *testing.T, s artifact.Store) {
 		if _, err := s.Open(ctx, id, 1, "t1.cif"); !errors.Is(err, artifact.ErrNotFound) {
 			t.Errorf("Open(job %q) err = %v, want ErrNotFound", id, err)
 		}
-		if err := s.AppendLog(ctx, id, []byte("evil")); err == nil {
+		if _, err := s.AppendLog(ctx, id, 1, 0, []byte("evil")); err == nil {
 			t.Errorf("AppendLog(job %q) succeeded", id)
 		}
 		if rc, err := s.OpenLog(ctx, id); err == nil {
@@ -339,6 +337,12 @@ func testInvalidJobIDs(t *testing.T, s artifact.Store) {
 		if err := s.DeleteAttempt(ctx, keep, attempt); err == nil {
 			t.Errorf("DeleteAttempt(attempt %d) succeeded", attempt)
 		}
+		if _, err := s.AppendLog(ctx, keep, attempt, 0, []byte("evil")); err == nil {
+			t.Errorf("AppendLog(attempt %d) succeeded", attempt)
+		}
+	}
+	if _, err := s.AppendLog(ctx, keep, 1, -1, []byte("evil")); err == nil {
+		t.Error("AppendLog at offset -1 succeeded")
 	}
 	if got := MustRead(t, s, keep, 1, "t1.cif"); got != "keep" {
 		t.Errorf("other job's file changed to %q", got)
@@ -366,108 +370,6 @@ func testNotFound(t *testing.T, s artifact.Store) {
 	}
 	if err := s.DeleteJob(ctx, job.NewID()); err != nil {
 		t.Errorf("DeleteJob of an unknown job: %v", err)
-	}
-}
-
-func testLogMissing(t *testing.T, s artifact.Store) {
-	id := job.NewID()
-	if got := MustReadLog(t, s, id); got != "" {
-		t.Errorf("missing log reads %q, want empty", got)
-	}
-	// Result files do not make a log appear.
-	MustPut(t, s, id, 1, "t1.cif", "x")
-	if got := MustReadLog(t, s, id); got != "" {
-		t.Errorf("log of a job with files only reads %q, want empty", got)
-	}
-}
-
-func testLogOrder(t *testing.T, s artifact.Store) {
-	ctx := t.Context()
-	id := job.NewID()
-	var want strings.Builder
-	for i := range 100 {
-		line := fmt.Sprintf("line %d\n", i)
-		if i%10 == 0 {
-			line = fmt.Sprintf("part %d, ", i) // appends need not be whole lines
-		}
-		want.WriteString(line)
-		if err := s.AppendLog(ctx, id, []byte(line)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.AppendLog(ctx, id, nil); err != nil {
-		t.Errorf("empty append: %v", err)
-	}
-	if got := MustReadLog(t, s, id); got != want.String() {
-		t.Errorf("log = %q, want %q", got, want.String())
-	}
-	// The log belongs to the job, not to an attempt.
-	MustPut(t, s, id, 2, "t1.cif", "x")
-	if err := s.DeleteAttempt(ctx, id, 2); err != nil {
-		t.Fatal(err)
-	}
-	if got := MustReadLog(t, s, id); got != want.String() {
-		t.Errorf("DeleteAttempt changed the log")
-	}
-}
-
-func testLogConcurrent(t *testing.T, s artifact.Store) {
-	const writers, records = 8, 100
-	id := job.NewID()
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Go(func() {
-			for i := range records {
-				if err := s.AppendLog(t.Context(), id, logRecord(w, i)); err != nil {
-					t.Errorf("AppendLog: %v", err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	n := checkLog(t, MustReadLog(t, s, id), writers)
-	if n != writers*records {
-		t.Errorf("log holds %d records, want %d", n, writers*records)
-	}
-}
-
-// testLogReadWhileAppending reads the log over and over while appends go on. Each read
-// must be a run of whole appends, in order: a prefix of the finished log.
-func testLogReadWhileAppending(t *testing.T, s artifact.Store) {
-	const writers, records = 2, 200
-	id := job.NewID()
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Go(func() {
-			for i := range records {
-				if err := s.AppendLog(t.Context(), id, logRecord(w, i)); err != nil {
-					t.Errorf("AppendLog: %v", err)
-					return
-				}
-			}
-		})
-	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	var reads []string
-	for running := true; running; {
-		select {
-		case <-done:
-			running = false
-		default:
-		}
-		reads = append(reads, MustReadLog(t, s, id))
-	}
-	final := MustReadLog(t, s, id)
-	if n := checkLog(t, final, writers); n != writers*records {
-		t.Errorf("log holds %d records, want %d", n, writers*records)
-	}
-	for _, r := range reads {
-		if !strings.HasPrefix(final, r) {
-			t.Fatalf("a read during appends (%d bytes) is not a prefix of the final log", len(r))
-		}
-		checkLog(t, r, writers)
 	}
 }
 
@@ -518,46 +420,6 @@ func testSeekAndStat(t *testing.T, s artifact.Store) {
 	}
 }
 
-// testLogSnapshot: an opened log keeps the size it had when opened, seeks within it, and
-// a missing log is an empty File.
-func testLogSnapshot(t *testing.T, s artifact.Store) {
-	ctx := t.Context()
-	id := job.NewID()
-	empty, err := s.OpenLog(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fi, err := empty.Stat(); err != nil || fi.Size() != 0 {
-		t.Errorf("missing log: Stat() = %v, %v; want size 0", fi, err)
-	}
-	if got := readAll(t, empty); got != "" {
-		t.Errorf("missing log reads %q", got)
-	}
-	empty.Close()
-
-	if err := s.AppendLog(ctx, id, []byte("first line\n")); err != nil {
-		t.Fatal(err)
-	}
-	f, err := s.OpenLog(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := s.AppendLog(ctx, id, []byte("second line\n")); err != nil {
-		t.Fatal(err)
-	}
-	fi, err := f.Stat()
-	if err != nil || fi.Size() != int64(len("first line\n")) {
-		t.Fatalf("Stat() of a log opened before an append = %v, %v; want the size when opened", fi, err)
-	}
-	if _, err := f.Seek(6, io.SeekStart); err != nil {
-		t.Fatal(err)
-	}
-	if got := readAll(t, f); got != "line\n" {
-		t.Errorf("read after Seek(6) = %q, want %q", got, "line\n")
-	}
-}
-
 func readAll(t *testing.T, r io.Reader) string {
 	t.Helper()
 	b, err := io.ReadAll(r)
@@ -573,9 +435,7 @@ func testDeleteAttempt(t *testing.T, s artifact.Store) {
 	MustPut(t, s, id, 1, "t1.cif", "one")
 	MustPut(t, s, id, 1, "t1/confidence.json", "one")
 	MustPut(t, s, id, 2, "t1.cif", "two")
-	if err := s.AppendLog(ctx, id, []byte("log\n")); err != nil {
-		t.Fatal(err)
-	}
+	MustAppendLog(t, s, id, 1, "log\n")
 	if err := s.DeleteAttempt(ctx, id, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -606,9 +466,7 @@ func testDeleteJob(t *testing.T, s artifact.Store) {
 	for _, j := range []string{id, other} {
 		MustPut(t, s, j, 1, "t1.cif", "x")
 		MustPut(t, s, j, 2, "t1/pae.npz", "y")
-		if err := s.AppendLog(ctx, j, []byte("log\n")); err != nil {
-			t.Fatal(err)
-		}
+		MustAppendLog(t, s, j, 2, "log\n")
 	}
 	if err := s.DeleteJob(ctx, id); err != nil {
 		t.Fatal(err)
@@ -637,14 +495,11 @@ func testDeleteJob(t *testing.T, s artifact.Store) {
 }
 
 func testJobs(t *testing.T, s artifact.Store) {
-	ctx := t.Context()
 	files, logOnly, both := job.NewID(), job.NewID(), job.NewID()
 	MustPut(t, s, files, 1, "t1.cif", "x")
 	MustPut(t, s, both, 3, "a/b.json", "x")
 	for _, id := range []string{logOnly, both} {
-		if err := s.AppendLog(ctx, id, []byte("log\n")); err != nil {
-			t.Fatal(err)
-		}
+		MustAppendLog(t, s, id, 1, "log\n")
 	}
 	ids := MustJobs(t, s)
 	for _, id := range []string{files, logOnly, both} {
@@ -686,21 +541,6 @@ func MustRead(t testing.TB, s artifact.Store, jobID string, attempt int, p strin
 	return string(b)
 }
 
-// MustReadLog returns a job's log as it stands or fails the test.
-func MustReadLog(t testing.TB, s artifact.Store, jobID string) string {
-	t.Helper()
-	rc, err := s.OpenLog(t.Context(), jobID)
-	if err != nil {
-		t.Fatalf("OpenLog: %v", err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		t.Fatalf("read log: %v", err)
-	}
-	return string(b)
-}
-
 // MustJobs lists the store's jobs or fails the test.
 func MustJobs(t testing.TB, s artifact.Store) []string {
 	t.Helper()
@@ -709,55 +549,6 @@ func MustJobs(t testing.TB, s artifact.Store) []string {
 		t.Fatalf("Jobs: %v", err)
 	}
 	return ids
-}
-
-// logRecord is one append of writer w: several lines, each carrying the writer, the record
-// number and a line number, padded to lengths that vary with i, so that an append that was
-// split or interleaved with another shows up as a malformed or misordered line.
-func logRecord(w, i int) []byte {
-	var b bytes.Buffer
-	lines := 1 + i%4
-	for l := range lines {
-		fmt.Fprintf(&b, "w%d r%04d l%d/%d %s\n", w, i, l, lines, strings.Repeat(string(rune('a'+w)), 10+(i*37)%500))
-	}
-	return b.Bytes()
-}
-
-// checkLog parses a log of logRecords and reports how many whole records it holds. It fails
-// the test on a torn or out-of-order record.
-func checkLog(t *testing.T, log string, writers int) int {
-	t.Helper()
-	next := make([]int, writers) // next record expected of each writer
-	records := 0
-	sc := bufio.NewScanner(strings.NewReader(log))
-	sc.Buffer(nil, 1<<20)
-	var cur []string // lines of the record being read
-	for sc.Scan() {
-		var w, i, l, lines int
-		var pad string
-		if _, err := fmt.Sscanf(sc.Text(), "w%d r%d l%d/%d %s", &w, &i, &l, &lines, &pad); err != nil || w < 0 || w >= writers {
-			t.Fatalf("malformed log line %q", sc.Text())
-		}
-		if len(cur) != l {
-			t.Fatalf("line %q: record interleaved with another", sc.Text())
-		}
-		cur = append(cur, sc.Text()+"\n")
-		if l == lines-1 {
-			if got, want := strings.Join(cur, ""), string(logRecord(w, i)); got != want {
-				t.Fatalf("torn record: %q, want %q", got, want)
-			}
-			if i != next[w] {
-				t.Fatalf("writer %d: record %d after %d: out of order", w, i, next[w]-1)
-			}
-			next[w]++
-			records++
-			cur = cur[:0]
-		}
-	}
-	if len(cur) != 0 || (log != "" && !strings.HasSuffix(log, "\n")) {
-		t.Fatalf("log ends inside a record: %q", log[max(0, len(log)-200):])
-	}
-	return records
 }
 
 // pattern returns n bytes of a non-repeating-looking sequence without holding them all.

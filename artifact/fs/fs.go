@@ -4,7 +4,9 @@
 // Layout under the root folder:
 //
 //	<root>/<jobID>/attempt-<n>/<path>   result files of attempt n
-//	<root>/<jobID>/run.log              the run log, shared by all attempts
+//	<root>/<jobID>/run-<n>.log          the run log: the output of attempt n (log.go)
+//	<root>/<jobID>/run.log              the run log of every attempt, as servers before
+//	                                    per-attempt logs wrote it; read, never written
 //	<root>/.tmp/                        files being written by Put
 //
 // Every name is checked before it reaches the filesystem (job ids with job.ValidID, paths
@@ -27,7 +29,6 @@ import (
 	"path"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -37,8 +38,7 @@ import (
 )
 
 const (
-	logName = "run.log"
-	tmpDir  = ".tmp"
+	tmpDir = ".tmp"
 	// staleTemp is how old a leftover temp file must be before Open removes it. Put removes
 	// its own temp file on every failure, so only a crash leaves one; the margin keeps Open
 	// from touching a file that another server sharing the folder is still writing.
@@ -161,111 +161,6 @@ func (s *Store) DeleteAttempt(ctx context.Context, jobID string, attempt int) er
 	}
 	return s.root.RemoveAll(dir)
 }
-
-// AppendLog appends p to the job's log in one write under a per-job lock, so concurrent
-// appends never interleave and a concurrent OpenLog sees whole appends only. The file is
-// also opened O_APPEND, which keeps appends from servers sharing the folder from
-// overwriting each other.
-func (s *Store) AppendLog(ctx context.Context, jobID string, p []byte) error {
-	if !job.ValidID(jobID) {
-		return badJob(jobID)
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if len(p) == 0 {
-		return nil
-	}
-	mu := s.logLock(jobID)
-	mu.Lock()
-	defer mu.Unlock()
-	if err := s.root.MkdirAll(jobID, dirPerm); err != nil {
-		return fmt.Errorf("append log: %w", err)
-	}
-	f, err := s.root.OpenFile(path.Join(jobID, logName), os.O_WRONLY|os.O_APPEND|os.O_CREATE, filePerm)
-	if err != nil {
-		return fmt.Errorf("append log: %w", err)
-	}
-	_, err = f.Write(p)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("append log: %w", err)
-	}
-	return nil
-}
-
-// OpenLog returns the log as it stood when OpenLog was called: its length is fixed then,
-// so the reader ends at the boundary of a whole append even while appends continue.
-func (s *Store) OpenLog(ctx context.Context, jobID string) (artifact.File, error) {
-	if !job.ValidID(jobID) {
-		return nil, fmt.Errorf("%w: %w", artifact.ErrNotFound, badJob(jobID))
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	mu := s.logLock(jobID)
-	mu.Lock()
-	f, err := s.root.Open(path.Join(jobID, logName))
-	var size int64
-	if err == nil {
-		var st os.FileInfo
-		if st, err = f.Stat(); err == nil {
-			size = st.Size()
-		} else {
-			f.Close()
-		}
-	}
-	mu.Unlock()
-	if err != nil {
-		if notExist(err) {
-			return emptyLog{strings.NewReader("")}, nil
-		}
-		return nil, fmt.Errorf("open log: %w", err)
-	}
-	return &logSnapshot{SectionReader: io.NewSectionReader(f, 0, size), f: f}, nil
-}
-
-// logSnapshot is the first size bytes of a log that may grow while it is read.
-type logSnapshot struct {
-	*io.SectionReader
-	f *os.File
-}
-
-func (l *logSnapshot) Close() error { return l.f.Close() }
-
-func (l *logSnapshot) Stat() (iofs.FileInfo, error) {
-	fi, err := l.f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	return snapshotInfo{FileInfo: fi, size: l.Size()}, nil
-}
-
-// snapshotInfo reports the size of the snapshot, not of the file as it is now.
-type snapshotInfo struct {
-	iofs.FileInfo
-	size int64
-}
-
-func (i snapshotInfo) Size() int64 { return i.size }
-
-// emptyLog is the log of a job that has written none yet.
-type emptyLog struct{ *strings.Reader }
-
-func (emptyLog) Close() error { return nil }
-
-func (emptyLog) Stat() (iofs.FileInfo, error) { return emptyInfo{}, nil }
-
-type emptyInfo struct{}
-
-func (emptyInfo) Name() string        { return logName }
-func (emptyInfo) Size() int64         { return 0 }
-func (emptyInfo) Mode() iofs.FileMode { return filePerm }
-func (emptyInfo) ModTime() time.Time  { return time.Time{} }
-func (emptyInfo) IsDir() bool         { return false }
-func (emptyInfo) Sys() any            { return nil }
 
 // DeleteJob removes the job's folder; a job with no files is not an error.
 func (s *Store) DeleteJob(ctx context.Context, jobID string) error {

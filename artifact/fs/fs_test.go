@@ -40,12 +40,12 @@ func TestLayout(t *testing.T) {
 	s := mustOpenAt(t, root)
 	id := job.NewID()
 	artifacttest.MustPut(t, s, id, 2, "t1/confidence_t1_model_0.json", "{}")
-	if err := s.AppendLog(t.Context(), id, []byte("hello\n")); err != nil {
+	if _, err := s.AppendLog(t.Context(), id, 2, 0, []byte("hello\n")); err != nil {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]string{
 		filepath.Join(id, "attempt-2", "t1", "confidence_t1_model_0.json"): "{}",
-		filepath.Join(id, "run.log"):                                       "hello\n",
+		filepath.Join(id, "run-2.log"):                                     "hello\n",
 	} {
 		got, err := os.ReadFile(filepath.Join(root, name))
 		if err != nil || string(got) != want {
@@ -132,5 +132,27 @@ func TestInvalidPathError(t *testing.T) {
 	err := s.Put(t.Context(), job.NewID(), 1, "../x", strings.NewReader("x"))
 	if !errors.Is(err, artifact.ErrInvalidPath) {
 		t.Errorf("Put(../x) err = %v, want ErrInvalidPath", err)
+	}
+}
+
+// TestALogOfEarlierServersIsReadFirst: the one run.log that servers before per-attempt
+// logs wrote is read before the attempts' logs, and never written to.
+func TestALogOfEarlierServersIsReadFirst(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	s := mustOpenAt(t, root)
+	id := job.NewID()
+	if err := os.MkdirAll(filepath.Join(root, id), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, id, "run.log"), []byte("attempt 1, before\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	artifacttest.MustAppendLog(t, s, id, 2, "attempt 2\n")
+	if got, want := artifacttest.MustReadLog(t, s, id), "attempt 1, before\nattempt 2\n"; got != want {
+		t.Errorf("log = %q, want %q", got, want)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, id, "run.log")); string(b) != "attempt 1, before\n" {
+		t.Errorf("the old log was written to: %q", b)
 	}
 }

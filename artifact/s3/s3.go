@@ -6,21 +6,25 @@
 // Layout under the bucket and prefix:
 //
 //	<prefix>jobs/<jobID>/attempt-<n>/<path>   result files of attempt n
-//	<prefix>jobs/<jobID>/run.log              the run log, shared by all attempts
+//	<prefix>jobs/<jobID>/run-<n>.log          the run log: the output of attempt n
+//	<prefix>jobs/<jobID>/run.log              the run log of every attempt, as servers
+//	                                          before per-attempt logs wrote it; read only
 //
 // An object is written whole or not at all (an upload that fails or is canceled is
 // aborted), so a reader sees the old file or the new one; a file opened for reading is
 // pinned to the version it opened (each later ranged read is conditional on its ETag).
 //
-// The log is one object rewritten by each append under a per-job lock. Objects cannot be
+// A log object is rewritten by each append under a per-job lock. Objects cannot be
 // appended to, and the worker of a job appends to its log one call at a time, so appends
-// to one log through different replicas do not overlap; logs are small beside results.
+// to one log through different replicas do not overlap, but for an append sent again
+// while the first is still on its way (a replica too slow to answer): both write the same
+// bytes at the same offset, and only a third append, sent after the second was answered
+// and overtaken by the first, can be lost. Logs are small beside results.
 //
 // It imports only job and artifact of chaperone's packages.
 package s3
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -40,8 +44,6 @@ import (
 	"github.com/chaperone-bio/chaperone/artifact"
 	"github.com/chaperone-bio/chaperone/job"
 )
-
-const logName = "run.log"
 
 // partSize is the size of one part of a streamed upload: the memory an upload holds, and
 // with S3's 10,000 parts a file size limit of 160 GiB.
@@ -159,13 +161,6 @@ func (s *Store) fileKey(jobID string, attempt int, p string) (string, error) {
 		return "", err
 	}
 	return dir + p, nil
-}
-
-func (s *Store) logKey(jobID string) (string, error) {
-	if !job.ValidID(jobID) {
-		return "", fmt.Errorf("%w: job id %q", artifact.ErrInvalidPath, jobID)
-	}
-	return s.jobKey(jobID) + logName, nil
 }
 
 // Put streams r into the object in parts; a failed or canceled upload leaves no object and
@@ -351,86 +346,6 @@ func (s *Store) removeAll(ctx context.Context, prefix string) error {
 	}
 	return errors.Join(append(errs, listErr)...)
 }
-
-// logLock is the lock of one job's appends in this process.
-func (s *Store) logLock(jobID string) *sync.Mutex {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	l, ok := s.logs[jobID]
-	if !ok {
-		l = new(sync.Mutex)
-		s.logs[jobID] = l
-	}
-	return l
-}
-
-// AppendLog rewrites the log with p appended, under the job's lock, so that concurrent
-// appends never lose one another and a reader sees whole appends only.
-func (s *Store) AppendLog(ctx context.Context, jobID string, p []byte) error {
-	key, err := s.logKey(jobID)
-	if err != nil {
-		return err
-	}
-	if len(p) == 0 {
-		return ctx.Err()
-	}
-	l := s.logLock(jobID)
-	l.Lock()
-	defer l.Unlock()
-	old, _, err := s.readLog(ctx, key)
-	if err != nil {
-		return err
-	}
-	b := append(old, p...)
-	_, err = s.c.PutObject(ctx, s.bucket, key, bytes.NewReader(b), int64(len(b)),
-		minio.PutObjectOptions{ContentType: "text/plain; charset=utf-8"})
-	if err != nil {
-		return fmt.Errorf("appending to the log of %s: %w", jobID, err)
-	}
-	return nil
-}
-
-// readLog reads the whole log and when it was last written; a missing one is empty.
-func (s *Store) readLog(ctx context.Context, key string) ([]byte, time.Time, error) {
-	obj, err := s.c.GetObject(ctx, s.bucket, key, minio.GetObjectOptions{})
-	if err != nil {
-		return nil, time.Time{}, err
-	}
-	defer obj.Close()
-	// One GET: reading first makes the request that Stat then answers from, so that a
-	// concurrent append cannot come between them.
-	b, err := io.ReadAll(obj)
-	if isNotFound(err) {
-		return nil, time.Time{}, nil
-	}
-	if err != nil {
-		return nil, time.Time{}, err
-	}
-	info, err := obj.Stat()
-	return b, info.LastModified, err
-}
-
-// OpenLog reads the log as it stands: a copy in memory, so that later appends, which
-// replace the object, do not disturb a reader in the middle of it.
-func (s *Store) OpenLog(ctx context.Context, jobID string) (artifact.File, error) {
-	key, err := s.logKey(jobID)
-	if err != nil {
-		return nil, err
-	}
-	b, mod, err := s.readLog(ctx, key)
-	if err != nil {
-		return nil, fmt.Errorf("opening the log of %s: %w", jobID, err)
-	}
-	return &logCopy{Reader: bytes.NewReader(b), info: fileInfo{name: logName, size: int64(len(b)), mod: mod}}, nil
-}
-
-type logCopy struct {
-	*bytes.Reader
-	info fileInfo
-}
-
-func (l *logCopy) Close() error                 { return nil }
-func (l *logCopy) Stat() (iofs.FileInfo, error) { return l.info, nil }
 
 // Jobs lists the ids of the jobs that have objects.
 func (s *Store) Jobs(ctx context.Context) ([]string, error) {

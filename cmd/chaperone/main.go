@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -24,6 +25,7 @@ import (
 	"github.com/chaperone-bio/chaperone/catalog"
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/store"
+	"github.com/chaperone-bio/chaperone/worker/remote"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -106,6 +108,16 @@ func serve(inv *invocation, args []string) error {
 	logLevel := fs.String("log-level", env("CHAPERONE_LOG_LEVEL", "info"), "debug, info, warn or error (CHAPERONE_LOG_LEVEL)")
 	msaServer := fs.String("msa-server", env("CHAPERONE_MSA_SERVER", engine.DefaultMSAServer), "ColabFold-compatible MMseqs2 server that use_msa_server sends protein sequences to; self-host one to keep them private (CHAPERONE_MSA_SERVER)")
 	tools := toolsFlag(fs)
+	stagingPerJob, err := bytesFlag(fs, "upload-staging-per-job", "CHAPERONE_UPLOAD_STAGING_PER_JOB", remote.DefaultStagingPerJob,
+		"bytes of unfinished artifact uploads from remote workers that this server keeps for one job; a part over it is refused (413)")
+	if err != nil {
+		return usageError{err}
+	}
+	stagingPerWorker, err := bytesFlag(fs, "upload-staging-per-worker", "CHAPERONE_UPLOAD_STAGING_PER_WORKER", remote.DefaultStagingPerWorker,
+		"bytes of unfinished artifact uploads that this server keeps for the workers of one worker token, together")
+	if err != nil {
+		return usageError{err}
+	}
 	var proxies []netip.Prefix
 	addProxies := func(v string) error {
 		for _, s := range strings.Split(v, ",") {
@@ -166,22 +178,24 @@ func serve(inv *invocation, args []string) error {
 		return err
 	}
 	a, err := app.Start(ctx, app.Config{
-		Store:           stores.Jobs,
-		Artifacts:       stores.Artifacts,
-		Addr:            *addr,
-		MetricsAddr:     *metricsAddr,
-		DataDir:         *data,
-		Version:         version,
-		Logger:          logger,
-		Limits:          limits,
-		PublicURL:       *publicURL,
-		TrustedProxies:  proxies,
-		ForwardedHeader: *forwardedHeader,
-		Slots:           *slots,
-		NoWorker:        *noWorker,
-		Engines:         builtinEngines(msaURL),
-		Tools:           tools,
-		MSAServerURL:    msaURL,
+		Store:            stores.Jobs,
+		Artifacts:        stores.Artifacts,
+		Addr:             *addr,
+		MetricsAddr:      *metricsAddr,
+		DataDir:          *data,
+		Version:          version,
+		Logger:           logger,
+		Limits:           limits,
+		PublicURL:        *publicURL,
+		TrustedProxies:   proxies,
+		ForwardedHeader:  *forwardedHeader,
+		Slots:            *slots,
+		NoWorker:         *noWorker,
+		Engines:          builtinEngines(msaURL),
+		Tools:            tools,
+		MSAServerURL:     msaURL,
+		StagingPerJob:    *stagingPerJob,
+		StagingPerWorker: *stagingPerWorker,
 	})
 	if err != nil {
 		return errors.Join(err, stores.Close())
@@ -266,6 +280,57 @@ func drain(logger *slog.Logger, timeout time.Duration, drainFn func(context.Cont
 		logger.Warn("drain timed out; stopping the jobs still running and handing them back")
 	}
 	logger.Info("shutting down")
+}
+
+// bytesFlag defines a flag of a number of bytes, with its environment variable: a whole
+// number, or one with a unit (KB, MB, GB, TB; KiB, MiB, GiB, TiB). The error is the
+// environment variable's, when it does not parse.
+func bytesFlag(fs *flag.FlagSet, name, envName string, def int64, usage string) (*int64, error) {
+	v := def
+	if s, ok := os.LookupEnv(envName); ok {
+		n, err := parseBytes(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", envName, err)
+		}
+		v = n
+	}
+	fs.Func(name, fmt.Sprintf("%s; a number of bytes, units allowed (4GiB, 500MB); default %s (%s)", usage, formatBytes(def), envName), func(s string) error {
+		n, err := parseBytes(s)
+		v = n
+		return err
+	})
+	return &v, nil
+}
+
+var byteUnits = []struct {
+	suffix string
+	n      int64
+}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
+
+// parseBytes reads a positive number of bytes, with an optional unit.
+func parseBytes(s string) (int64, error) {
+	num, unit := strings.TrimSpace(s), int64(1)
+	for _, u := range byteUnits {
+		if n, ok := strings.CutSuffix(num, u.suffix); ok {
+			num, unit = strings.TrimSpace(n), u.n
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n <= 0 || n > math.MaxInt64/unit {
+		return 0, fmt.Errorf("%q is not a number of bytes, such as 4GiB or 500MB", s)
+	}
+	return n * unit, nil
+}
+
+// formatBytes writes n in the largest binary unit that divides it.
+func formatBytes(n int64) string {
+	for _, u := range byteUnits[:4] {
+		if n%u.n == 0 && n >= u.n && (n/u.n < 1024 || u.suffix == "TiB") {
+			return strconv.FormatInt(n/u.n, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 // storeFlag defines --store, which serve and keys share so that they open the same state.

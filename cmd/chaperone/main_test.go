@@ -80,6 +80,8 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"serve", "--limit", "no_such_limit=3"},
 		{"serve", "--tool", "boltz"},
 		{"serve", "--trusted-proxy", "not-a-cidr"},
+		{"serve", "--upload-staging-per-job", "lots"},
+		{"serve", "--upload-staging-per-worker", "0"},
 		{"jobs"},
 		{"jobs", "frobnicate"},
 		{"jobs", "get"},
@@ -166,5 +168,20 @@ func TestAKeyRevokedByTheKeysCommandIsRefusedOnTheNextRequest(t *testing.T) {
 	}
 	if got := list(); got != http.StatusUnauthorized {
 		t.Errorf("GET /v1/jobs right after keys revoke = %d, want 401", got)
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+	}{
+		{"1000", 1000}, {"4GiB", 4 << 30}, {"500MB", 500e6}, {"2 TiB", 2 << 40}, {"1KB", 1000}, {"7B", 7},
+		{"", 0}, {"0", 0}, {"-1GiB", 0}, {"lots", 0}, {"1.5GB", 0}, {"9000000000TiB", 0},
+	} {
+		got, err := parseBytes(tc.in)
+		if got != tc.want || (err == nil) != (tc.want > 0) {
+			t.Errorf("parseBytes(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+		}
 	}
 }

@@ -49,14 +49,18 @@ func TestMain(m *testing.M) {
 		runWorker(strings.Fields(v))
 		return
 	}
+	if v := os.Getenv(replicaEnv); v != "" {
+		runReplica(strings.Fields(v))
+		return
+	}
 	code := pgtest.Main(m)
 	s3test.Cleanup()
 	os.Exit(code)
 }
 
 // runWorker is a remote worker with the test engine, as chaperone worker runs the real
-// ones: it prints "ready" once the server knows it, and on SIGTERM drains for up to
-// drainTimeout before it stops.
+// ones (its log JSON on stderr): it prints "ready" once the server knows it, and on
+// SIGTERM drains for up to drainTimeout before it stops.
 func runWorker(args []string) {
 	signaled, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
@@ -67,7 +71,7 @@ func runWorker(args []string) {
 		var w *worker.Worker
 		w, err = app.NewWorker(app.WorkerConfig{ID: args[2], Slots: 1, DataDir: args[3],
 			Engines: []engine.Engine{enginetest.New("boltz2")}, Queue: q,
-			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+			Logger: slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 		if err == nil {
 			err = w.Start(ctx)
 		}
@@ -113,9 +117,15 @@ func startReplica(t *testing.T, dbURL, artifacts string) *app.App {
 // until it is ready.
 func startWorker(t *testing.T, server, token, id, dir string) *exec.Cmd {
 	t.Helper()
+	return startWorkerLogging(t, server, token, id, dir, os.Stderr)
+}
+
+// startWorkerLogging is startWorker with the worker's own log going to stderr.
+func startWorkerLogging(t *testing.T, server, token, id, dir string, stderr io.Writer) *exec.Cmd {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %s %s", workerEnv, server, token, id, dir))
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -19,11 +19,11 @@ import (
 // summaryCols are the columns of a store.JobSummary, in the order of summaryRow.dest, then
 // whether there are results (without reading them).
 const summaryCols = `id, owner, kind, name, model, protocol, run_model, params, status,
-	stage, progress, done, total, error, attempt, created_at, started_at, finished_at,
+	stage, progress, done, total, error, attempt, created_at, started_at, finished_at, worker_id,
 	status = 'succeeded' AND results IS NOT NULL`
 
 // jobCols is the column list that scanJob reads, in its order.
-const jobCols = summaryCols + `, worker_id, lease_expires_at, last_activity_at, results, input`
+const jobCols = summaryCols + `, lease_expires_at, last_activity_at, results, input`
 
 const terminal = `('succeeded', 'failed', 'canceled')`
 
@@ -45,7 +45,7 @@ type summaryRow struct {
 func (r *summaryRow) dest() []any {
 	return []any{&r.s.ID, &r.owner, &r.kind, &r.s.Name, &r.s.Model, &r.s.Protocol, &r.s.RunModel,
 		&r.params, &r.status, &r.s.Stage, &r.s.Progress, &r.s.Done, &r.s.Total, &r.s.Error, &r.s.Attempt,
-		&r.created, &r.started, &r.finished, &r.s.ResultsReady}
+		&r.created, &r.started, &r.finished, &r.s.WorkerID, &r.s.ResultsReady}
 }
 
 func (r *summaryRow) summary() (*store.JobSummary, error) {
@@ -76,10 +76,9 @@ func scanJob(row pgx.Row, extra ...any) (*job.Job, error) {
 	var (
 		r               summaryRow
 		input, results  []byte
-		workerID        string
 		lease, activity *time.Time
 	)
-	dest := append(r.dest(), &workerID, &lease, &activity, &results, &input)
+	dest := append(r.dest(), &lease, &activity, &results, &input)
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
@@ -90,7 +89,7 @@ func scanJob(row pgx.Row, extra ...any) (*job.Job, error) {
 	j := &job.Job{ID: s.ID, Owner: s.Owner, Kind: s.Kind, Name: s.Name, Model: s.Model,
 		Protocol: s.Protocol, RunModel: s.RunModel, Params: s.Params,
 		Status: s.Status, Stage: s.Stage, Progress: s.Progress, Done: s.Done, Total: s.Total,
-		Error: s.Error, Attempt: s.Attempt, WorkerID: workerID,
+		Error: s.Error, Attempt: s.Attempt, WorkerID: s.WorkerID,
 		LeaseExpiresAt: utc(lease), LastActivityAt: utc(activity),
 		CreatedAt: s.CreatedAt, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt}
 	if err := json.Unmarshal(input, &j.Input); err != nil {

@@ -29,7 +29,7 @@ type summaryRow struct {
 func (r *summaryRow) dest() []any {
 	return []any{&r.s.ID, &r.owner, &r.kind, &r.s.Name, &r.s.Model, &r.s.Protocol, &r.s.RunModel,
 		&r.params, &r.status, &r.s.Stage, &r.progress, &r.s.Done, &r.s.Total, &r.s.Error, &r.s.Attempt,
-		&r.created, &r.started, &r.finished}
+		&r.created, &r.started, &r.finished, &r.s.WorkerID}
 }
 
 func (r *summaryRow) summary() (*store.JobSummary, error) {
@@ -64,10 +64,9 @@ func scanJob(sc scanner, extra ...any) (*job.Job, error) {
 	var (
 		r               summaryRow
 		input, results  []byte
-		workerID        string
 		lease, activity sql.NullInt64
 	)
-	dest := append(r.dest(), &workerID, &lease, &activity, &results, &input)
+	dest := append(r.dest(), &lease, &activity, &results, &input)
 	if err := sc.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
@@ -78,7 +77,7 @@ func scanJob(sc scanner, extra ...any) (*job.Job, error) {
 	j := &job.Job{ID: s.ID, Owner: s.Owner, Kind: s.Kind, Name: s.Name, Model: s.Model,
 		Protocol: s.Protocol, RunModel: s.RunModel, Params: s.Params,
 		Status: s.Status, Stage: s.Stage, Progress: s.Progress, Done: s.Done, Total: s.Total,
-		Error: s.Error, Attempt: s.Attempt, WorkerID: workerID,
+		Error: s.Error, Attempt: s.Attempt, WorkerID: s.WorkerID,
 		LeaseExpiresAt: fromMs(lease), LastActivityAt: fromMs(activity),
 		CreatedAt: s.CreatedAt, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt}
 	if err := json.Unmarshal(input, &j.Input); err != nil {

@@ -8,12 +8,12 @@ import (
 
 // summaryCols are the columns of a store.JobSummary, in the order of summaryRow.dest.
 const summaryCols = `id, owner, kind, name, model, protocol, run_model, params, status,
-	stage, progress, done, total, error, attempt, created_at, started_at, finished_at`
+	stage, progress, done, total, error, attempt, created_at, started_at, finished_at, worker_id`
 
 // jobCols is the column list that scanJob reads, in its order. The input lives in a table
 // of its own (migration 00005); a correlated subquery reads it, in SELECT and RETURNING
 // alike.
-const jobCols = summaryCols + `, worker_id, lease_expires_at, last_activity_at, results,
+const jobCols = summaryCols + `, lease_expires_at, last_activity_at, results,
 	(SELECT i.input FROM job_inputs i WHERE i.seq = jobs.seq)`
 
 // summaryRead is the column list that scanSummary reads: without the input, and with only

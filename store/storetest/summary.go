@@ -49,6 +49,9 @@ func testSummaries(t *testing.T, open func(*testing.T) store.Store) {
 	if sum, _ := s.GetJobSummary(ctx, empty.ID); sum.ResultsReady {
 		t.Error("a succeeded job without results: ResultsReady = true")
 	}
+	if sum, _ := s.GetJobSummary(ctx, running.ID); sum.WorkerID != "w" {
+		t.Errorf("a running job's summary names worker %q, want the lease holder w", sum.WorkerID)
+	}
 	_, err := s.GetJobSummary(ctx, job.NewID())
 	wantErr(t, "GetJobSummary of an unknown id", err, job.ErrNotFound)
 

@@ -146,16 +146,22 @@ func (q *Queue) Heartbeat(ctx context.Context, hb worker.Heartbeat) error {
 	return err
 }
 
-// AppendLog refuses output of an attempt that is not running. The check and the append are
-// two steps, so a chunk checked just before its job was canceled or taken over can land
-// after that: it is that attempt's genuine output, and the log is shared by all attempts,
-// so it is kept. A chunk that lands after its job was deleted would leave a log behind
-// without a job, so the check is repeated after the append and such a log is dropped.
-func (q *Queue) AppendLog(ctx context.Context, f worker.Fence, p []byte) error {
+// AppendLog refuses output of an attempt that is not running, and keeps each byte of an
+// attempt's output once however often it is sent (artifact.Store.AppendLog). The check
+// and the append are two steps, so a chunk checked just before its job was canceled can
+// land after that: it is that attempt's genuine output, and it is kept. Once the job's
+// next attempt has written, the store refuses it. A chunk that lands after its job was
+// deleted would leave a log behind without a job, so the check is repeated after the
+// append and such a log is dropped.
+func (q *Queue) AppendLog(ctx context.Context, f worker.Fence, offset int64, p []byte) error {
 	if err := q.fence(ctx, f); err != nil {
 		return err
 	}
-	if err := q.cfg.Artifacts.AppendLog(ctx, f.JobID, p); err != nil {
+	_, err := q.cfg.Artifacts.AppendLog(ctx, f.JobID, f.Attempt, offset, p)
+	if errors.Is(err, artifact.ErrLogClosed) {
+		return job.ErrLeaseLost
+	}
+	if err != nil {
 		return err
 	}
 	if _, err := q.cfg.Store.GetJobSummary(ctx, f.JobID); errors.Is(err, job.ErrNotFound) {
@@ -183,6 +189,22 @@ func (q *Queue) PutArtifact(ctx context.Context, f worker.Fence, path string, r 
 	return q.fence(ctx, f)
 }
 
+// Holder returns the worker that holds the lease of attempt f, or job.ErrLeaseLost when
+// the job does not run under it: the worker endpoints take bytes (log, uploads) only from
+// the holder's token.
+func (q *Queue) Holder(ctx context.Context, f worker.Fence) (string, error) {
+	j, err := q.cfg.Store.GetJobSummary(ctx, f.JobID)
+	switch {
+	case errors.Is(err, job.ErrNotFound):
+		return "", job.ErrLeaseLost
+	case err != nil:
+		return "", err
+	case j.Status != job.Running || j.Attempt != f.Attempt:
+		return "", job.ErrLeaseLost
+	}
+	return j.WorkerID, nil
+}
+
 // fence returns job.ErrLeaseLost, and drops what lost attempts left, unless the job is
 // running under f.Attempt.
 func (q *Queue) fence(ctx context.Context, f worker.Fence) error {
@@ -199,7 +221,12 @@ func (q *Queue) fence(ctx context.Context, f worker.Fence) error {
 	return job.ErrLeaseLost
 }
 
+// Complete refuses an outcome that is not one (a status other than succeeded or failed)
+// as invalid, before it reaches the store.
 func (q *Queue) Complete(ctx context.Context, c worker.Completion) error {
+	if c.Status != job.Succeeded && c.Status != job.Failed {
+		return job.Invalid("status", "a job completes as %q or %q, not %q", job.Succeeded, job.Failed, c.Status)
+	}
 	err := q.cfg.Store.CompleteJob(ctx, c.JobID, c.Attempt, store.Outcome{Status: c.Status, Error: c.Error,
 		Progress: c.Progress, Results: c.Results, Now: q.cfg.Now()})
 	if errors.Is(err, job.ErrLeaseLost) || (err == nil && c.Status == job.Failed) {

@@ -58,8 +58,8 @@ func (j *jsonQueue) Heartbeat(ctx context.Context, hb worker.Heartbeat) error {
 	return j.q.Heartbeat(ctx, viaJSON(j.t, hb))
 }
 
-func (j *jsonQueue) AppendLog(ctx context.Context, f worker.Fence, p []byte) error {
-	return j.q.AppendLog(ctx, viaJSON(j.t, f), p)
+func (j *jsonQueue) AppendLog(ctx context.Context, f worker.Fence, offset int64, p []byte) error {
+	return j.q.AppendLog(ctx, viaJSON(j.t, f), offset, p)
 }
 
 func (j *jsonQueue) PutArtifact(ctx context.Context, f worker.Fence, path string, r io.Reader) error {

@@ -52,6 +52,8 @@ func Run(t *testing.T, transport Transport) {
 		{"Fencing", testFencing},
 		{"LostAttemptsLeaveNoFiles", testLostAttemptsLeaveNoFiles},
 		{"SucceededAttemptKeepsItsFiles", testSucceededAttemptKeepsItsFiles},
+		{"InvalidCompletion", testInvalidCompletion},
+		{"LogSentAgain", testLogSentAgain},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -418,7 +420,7 @@ func testFencing(t *testing.T, s *server) {
 	for _, loss := range losses {
 		t.Run(loss.name, func(t *testing.T) {
 			l := s.leaseOne(t)
-			if err := s.q.AppendLog(ctx, l.Fence, []byte("before\n")); err != nil {
+			if err := s.q.AppendLog(ctx, l.Fence, 0, []byte("before\n")); err != nil {
 				t.Fatal(err)
 			}
 			current := loss.lose(t, s, l)
@@ -427,7 +429,7 @@ func testFencing(t *testing.T, s *server) {
 				err  error
 			}{
 				{"heartbeat", s.q.Heartbeat(ctx, worker.Heartbeat{Fence: l.Fence})},
-				{"log", s.q.AppendLog(ctx, l.Fence, []byte("after\n"))},
+				{"log", s.q.AppendLog(ctx, l.Fence, int64(len("before\n")), []byte("after\n"))},
 				{"artifact", s.put(t, l.Fence, "t1.cif")},
 				{"completion", s.q.Complete(ctx, worker.Completion{Fence: l.Fence, Status: job.Succeeded, Results: &job.Results{}})},
 			}
@@ -446,8 +448,11 @@ func testFencing(t *testing.T, s *server) {
 			if err := s.q.Heartbeat(ctx, worker.Heartbeat{Fence: *current}); err != nil {
 				t.Errorf("the current attempt's heartbeat: %v", err)
 			}
-			if err := s.q.AppendLog(ctx, *current, []byte("current\n")); err != nil {
+			if err := s.q.AppendLog(ctx, *current, 0, []byte("current\n")); err != nil {
 				t.Errorf("the current attempt's log: %v", err)
+			}
+			if log := s.log(t, l.JobID); log != "before\ncurrent\n" {
+				t.Errorf("the log is %q; want each attempt's output in attempt order", log)
 			}
 			if err := s.put(t, *current, "t1.cif"); err != nil {
 				t.Errorf("the current attempt's artifact: %v", err)
@@ -495,7 +500,7 @@ func testLostAttemptsLeaveNoFiles(t *testing.T, s *server) {
 			if err := s.arts.DeleteJob(ctx, l.JobID); err != nil { // as the API does
 				t.Fatal(err)
 			}
-			s.q.AppendLog(ctx, l.Fence, []byte("late\n"))
+			s.q.AppendLog(ctx, l.Fence, 0, []byte("late\n"))
 		}},
 	}
 	for _, tc := range cases {
@@ -570,5 +575,45 @@ func testSucceededAttemptKeepsItsFiles(t *testing.T, s *server) {
 	}
 	if j := s.job(t, l.JobID); j.Status != job.Succeeded || !slices.ContainsFunc(j.Results.Artifacts, func(a job.Artifact) bool { return a.Path == "t1.cif" }) {
 		t.Errorf("the job is %s with results %+v after late writes", j.Status, j.Results)
+	}
+}
+
+// testInvalidCompletion: an outcome that is neither success nor failure is refused as an
+// invalid message, and changes nothing: the job runs on under its lease.
+func testInvalidCompletion(t *testing.T, s *server) {
+	ctx := context.Background()
+	l := s.leaseOne(t)
+	err := s.q.Complete(ctx, worker.Completion{Fence: l.Fence, Status: "bogus"})
+	var invalid *job.InvalidError
+	if !errors.As(err, &invalid) || !strings.Contains(invalid.Error(), `"bogus"`) {
+		t.Fatalf("completing as bogus: error %v, want a *job.InvalidError naming the status", err)
+	}
+	if j := s.job(t, l.JobID); j.Status != job.Running || j.Attempt != l.Attempt {
+		t.Fatalf("after a refused completion the job is %s at attempt %d, want running at %d", j.Status, j.Attempt, l.Attempt)
+	}
+	if err := s.q.Heartbeat(ctx, worker.Heartbeat{Fence: l.Fence}); err != nil {
+		t.Fatalf("the lease after a refused completion: %v", err)
+	}
+}
+
+// testLogSentAgain: output sent again, alone or with more after it, lands once, as it must
+// when a worker sends again an append whose answer was lost; output that starts past what
+// the server holds is refused.
+func testLogSentAgain(t *testing.T, s *server) {
+	ctx := context.Background()
+	l := s.leaseOne(t)
+	for _, a := range []struct {
+		offset int64
+		p      string
+	}{{0, "one\n"}, {0, "one\n"}, {0, "one\ntwo\n"}, {4, "two\nthree\n"}, {14, ""}} {
+		if err := s.q.AppendLog(ctx, l.Fence, a.offset, []byte(a.p)); err != nil {
+			t.Fatalf("AppendLog(%q at %d): %v", a.p, a.offset, err)
+		}
+	}
+	if err := s.q.AppendLog(ctx, l.Fence, 99, []byte("gap\n")); err == nil || errors.Is(err, job.ErrLeaseLost) {
+		t.Errorf("output past what the server holds: %v, want a refusal that is not a lost lease", err)
+	}
+	if log := s.log(t, l.JobID); log != "one\ntwo\nthree\n" {
+		t.Errorf("the log is %q, want each line once", log)
 	}
 }

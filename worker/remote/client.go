@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chaperone-bio/chaperone/api/problem"
 	"github.com/chaperone-bio/chaperone/job"
 	"github.com/chaperone-bio/chaperone/worker"
 )
@@ -60,7 +61,8 @@ func (c *Client) request(ctx context.Context, method, path string, body io.Reade
 	return req, nil
 }
 
-// send makes req and returns the answer when it is a success; otherwise the error it says.
+// send makes req and returns the answer when it is a success; otherwise the error its
+// problem detail says.
 func (c *Client) send(req *http.Request) (*http.Response, error) {
 	res, err := c.HTTP.Do(req)
 	if err != nil {
@@ -70,25 +72,56 @@ func (c *Client) send(req *http.Request) (*http.Response, error) {
 		return res, nil
 	}
 	defer res.Body.Close()
-	var e errorBody
-	_ = json.NewDecoder(io.LimitReader(res.Body, 1<<20)).Decode(&e)
-	switch e.Error {
-	case codeLeaseLost:
+	var p problem.Problem
+	_ = json.NewDecoder(io.LimitReader(res.Body, 1<<20)).Decode(&p)
+	switch {
+	case p.Slug() == problem.LeaseLost.Slug:
 		return nil, job.ErrLeaseLost
-	case codeUnauthorized:
+	case p.Slug() == problem.Unauthorized.Slug:
 		return nil, ErrUnauthorized
+	case p.Slug() == problem.Invalid.Slug:
+		// The in-process queue's own error for a message it refuses.
+		return nil, &job.InvalidError{Reason: p.Detail}
 	}
-	return nil, &statusError{status: res.StatusCode, code: e.Error, message: e.Message}
+	return nil, &statusError{status: res.StatusCode, answer: p}
 }
 
-// statusError is a refusal other than a lost lease or a bad token.
+// statusError is a refusal other than a lost lease, a bad token or an invalid message: the
+// server's problem detail, or only its status when the answer was not one (a proxy's
+// error page, or none at all from a server that went away).
 type statusError struct {
-	status        int
-	code, message string
+	status int
+	answer problem.Problem
+}
+
+// retryable reports whether a call that failed with err may succeed when made again: when
+// the server was not reached or did not answer for itself (a replica going away behind a
+// load balancer answers 502 or 503 there), or was busy. A refusal of the request itself
+// (a lost lease, a bad token, an invalid message, a cap, an offset) stays a refusal.
+func retryable(err error) bool {
+	var refused *statusError
+	if !errors.As(err, &refused) {
+		return !errors.Is(err, job.ErrLeaseLost) && !errors.Is(err, ErrUnauthorized) && !isInvalid(err)
+	}
+	return refused.status >= 500 || refused.status == http.StatusTooManyRequests
+}
+
+// isOffsetMismatch reports whether err is the server holding another part of an upload.
+func isOffsetMismatch(err error) bool {
+	var refused *statusError
+	return errors.As(err, &refused) && refused.answer.Slug() == problem.OffsetMismatch.Slug
+}
+
+func isInvalid(err error) bool {
+	var invalid *job.InvalidError
+	return errors.As(err, &invalid)
 }
 
 func (e *statusError) Error() string {
-	return fmt.Sprintf("remote: the server answered %d %s: %s", e.status, e.code, e.message)
+	if e.answer.Detail == "" {
+		return fmt.Sprintf("remote: the server answered %d %s", e.status, http.StatusText(e.status))
+	}
+	return fmt.Sprintf("remote: the server answered %d %s: %s", e.status, e.answer.Slug(), e.answer.Detail)
 }
 
 // post sends in as JSON and decodes the answer into out, unless out is nil or the answer
@@ -177,13 +210,37 @@ func (c *Client) RemoveWorker(ctx context.Context, workerID string) error {
 	return c.post(ctx, pathRemove, workerRef{WorkerID: workerID}, nil)
 }
 
-// AppendLog implements worker.Queue.
-func (c *Client) AppendLog(ctx context.Context, f worker.Fence, p []byte) error {
+// Backoff of a log append sent again.
+const (
+	appendRetryFirst = 100 * time.Millisecond
+	appendRetryMax   = 2 * time.Second
+)
+
+// AppendLog implements worker.Queue. An append that fails on the way (a server gone, a
+// load balancer answering for it, a server busy) is sent again until ctx ends: its offset
+// makes the server keep it once, through whichever server it reaches, and whether or not
+// the failed try went through.
+func (c *Client) AppendLog(ctx context.Context, f worker.Fence, offset int64, p []byte) error {
+	for wait := appendRetryFirst; ; wait = min(2*wait, appendRetryMax) {
+		err := c.appendLog(ctx, f, offset, p)
+		if err == nil || !retryable(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
+}
+
+func (c *Client) appendLog(ctx context.Context, f worker.Fence, offset int64, p []byte) error {
 	req, err := c.request(ctx, http.MethodPost, attemptPath(f)+"log", bytes.NewReader(p))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
+	req.Header.Set(headerOffset, strconv.FormatInt(offset, 10))
 	res, err := c.send(req)
 	if err != nil {
 		return err
@@ -223,7 +280,7 @@ func (c *Client) PutArtifact(ctx context.Context, f worker.Fence, path string, r
 			pending = buf[:0]
 			continue
 		}
-		if ctx.Err() != nil || errors.Is(err, job.ErrLeaseLost) || errors.Is(err, ErrUnauthorized) || resumes >= c.Resumes {
+		if ctx.Err() != nil || !retryable(err) && !isOffsetMismatch(err) || resumes >= c.Resumes {
 			return err
 		}
 		resumes++

@@ -2,23 +2,17 @@ package remote
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/chaperone-bio/chaperone/api/problem"
 	"github.com/chaperone-bio/chaperone/apikey"
 	"github.com/chaperone-bio/chaperone/job"
 	"github.com/chaperone-bio/chaperone/store"
@@ -34,9 +28,23 @@ type Keys interface {
 type HandlerConfig struct {
 	Queue worker.Queue
 	Keys  Keys
-	// Staging is the folder that holds artifact uploads until their last chunk arrives.
-	Staging string
-	Logger  *slog.Logger
+	// Leases says who holds a job's lease (backend.Queue): parts of uploads and log appends
+	// are taken only from a worker of the token that holds the attempt's lease.
+	Leases Leases
+	// Staging is the folder that holds artifact uploads until their last part arrives.
+	// StagingPerJob and StagingPerWorker cap the bytes staged there for one job and for
+	// the workers of one token (0: DefaultStagingPerJob, DefaultStagingPerWorker), and
+	// SweepEvery is how often what attempts whose lease ended staged is removed (0: a
+	// minute); see upload.go.
+	Staging                         string
+	StagingPerJob, StagingPerWorker int64
+	SweepEvery                      time.Duration
+	// BodyIdle is how long a request body may go without a byte arriving before the
+	// request is answered as broken; 0: DefaultBodyIdle.
+	BodyIdle time.Duration
+	// PublicURL is the base of problem type URIs, as api.Config.PublicURL.
+	PublicURL string
+	Logger    *slog.Logger
 }
 
 // Request body caps: a completion holds the job's results, a log append what a worker
@@ -48,14 +56,25 @@ const (
 
 // NewHandler serves cfg.Queue under Prefix to requests bearing a live worker token.
 func NewHandler(cfg HandlerConfig) (*Handler, error) {
-	if err := os.MkdirAll(cfg.Staging, 0o750); err != nil {
-		return nil, fmt.Errorf("remote: staging folder: %w", err)
+	if cfg.Queue == nil || cfg.Keys == nil || cfg.Leases == nil {
+		return nil, errors.New("remote: HandlerConfig needs a Queue, Keys and Leases")
+	}
+	st, err := newStaging(cfg.Staging, cfg.StagingPerJob, cfg.StagingPerWorker)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	h := &Handler{cfg: cfg, mux: http.NewServeMux()}
+	if cfg.SweepEvery <= 0 {
+		cfg.SweepEvery = time.Minute
+	}
+	if cfg.BodyIdle <= 0 {
+		cfg.BodyIdle = DefaultBodyIdle
+	}
+	h := &Handler{cfg: cfg, mux: http.NewServeMux(), staging: st}
 	h.closing, h.close = context.WithCancel(context.Background())
+	go h.sweepUntilClosed()
 	h.mux.HandleFunc("POST "+pathAnnounce, h.announce)
 	h.mux.HandleFunc("POST "+pathLease, h.lease)
 	h.mux.HandleFunc("POST "+pathHeartbeat, h.heartbeat)
@@ -78,47 +97,66 @@ type Handler struct {
 	// their workers ask again, through another replica, at once.
 	closing context.Context
 	close   context.CancelFunc
-	// uploads serialises the chunks of one staged upload.
-	uploads sync.Map // staging file name -> *sync.Mutex
-	// swept is when stale uploads were last removed, in unix nanoseconds.
-	swept atomic.Int64
+	staging *staging
 }
 
-// Uploads that no chunk has touched for staleAfter are abandoned (their attempt lost, their
-// worker gone); the first upload after each sweepEvery removes them.
-const (
-	staleAfter = 24 * time.Hour
-	sweepEvery = time.Hour
-)
-
-// sweepStale removes abandoned uploads, at most once per sweepEvery.
-func (h *Handler) sweepStale(now time.Time) {
-	last := h.swept.Load()
-	if now.UnixNano()-last < int64(sweepEvery) || !h.swept.CompareAndSwap(last, now.UnixNano()) {
-		return
-	}
-	entries, err := os.ReadDir(h.cfg.Staging)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		if info, err := e.Info(); err == nil && now.Sub(info.ModTime()) > staleAfter {
-			os.Remove(filepath.Join(h.cfg.Staging, e.Name()))
+// sweepUntilClosed removes what attempts whose lease ended staged, at once and then every
+// SweepEvery, until Close.
+func (h *Handler) sweepUntilClosed() {
+	tick := time.NewTicker(h.cfg.SweepEvery)
+	defer tick.Stop()
+	for {
+		h.staging.sweep(h.closing, h.cfg.Leases)
+		select {
+		case <-h.closing.Done():
+			return
+		case <-tick.C:
 		}
 	}
 }
 
-// Close answers the leases held now, and any asked for later, with "no job"; the server
-// calls it as it shuts down, before it waits for open requests to finish.
+// Close answers the leases held now, and any asked for later, with "no job", and stops the
+// sweeps of staged uploads; the server calls it as it shuts down, before it waits for open
+// requests to finish.
 func (h *Handler) Close() { h.close() }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	name, err := h.authorize(r)
 	if err != nil {
-		h.fail(w, err)
+		h.fail(w, r, err)
 		return
 	}
+	if k, allow, unrouted := problem.Unrouted(h.mux, r); unrouted {
+		detail := "There is no worker endpoint at " + r.URL.Path + "."
+		if k == problem.MethodNotAllowed {
+			w.Header().Set("Allow", allow)
+			detail = r.Method + " is not allowed on " + r.URL.Path + "; allowed: " + allow + "."
+		}
+		h.problem(w, r, k, detail)
+		return
+	}
+	r.Body = &idleBody{ReadCloser: r.Body, rc: http.NewResponseController(w), idle: h.cfg.BodyIdle}
 	h.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tokenName{}, name)))
+}
+
+// DefaultBodyIdle is HandlerConfig.BodyIdle's default.
+const DefaultBodyIdle = 30 * time.Second
+
+// idleBody bounds the wait for each read of a request body, so that a body announced and
+// never sent holds its connection no longer than that: an upload part of any size may
+// take its time as long as it keeps arriving. Once the body is read to its end, net/http
+// clears the deadline as it starts reading ahead on the connection, so that what the
+// handler does next (a lease waits up to a minute) is not cut short.
+type idleBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	idle time.Duration
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	// Not every ResponseWriter supports deadlines (httptest's recorder does not).
+	_ = b.rc.SetReadDeadline(time.Now().Add(b.idle))
+	return b.ReadCloser.Read(p)
 }
 
 // tokenName is the context key of the name of the request's worker token.
@@ -154,39 +192,10 @@ func (h *Handler) authorize(r *http.Request) (string, error) {
 	return k.Name, nil
 }
 
-// badRequest is a request the handler cannot read.
-type badRequest struct{ error }
-
-func (h *Handler) fail(w http.ResponseWriter, err error) {
-	status, code := http.StatusInternalServerError, codeInternal
-	var bad badRequest
-	switch {
-	case errors.Is(err, job.ErrLeaseLost):
-		status, code = http.StatusConflict, codeLeaseLost
-	case errors.Is(err, ErrUnauthorized):
-		status, code = http.StatusUnauthorized, codeUnauthorized
-	case errors.As(err, &bad):
-		status, code = http.StatusBadRequest, codeBadRequest
-	case errors.Is(err, context.Canceled):
-		// The worker hung up (a long-polled lease it gave up, a worker stopping): nobody
-		// reads the answer, and nothing went wrong here.
-	default:
-		h.cfg.Logger.Warn("worker endpoint failed", "error", err.Error())
-	}
-	writeJSON(w, status, errorBody{Error: code, Message: err.Error()})
-}
-
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
-}
-
-func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxJSONBody)).Decode(v); err != nil {
-		return badRequest{fmt.Errorf("reading the request: %w", err)}
-	}
-	return nil
 }
 
 // call answers a JSON request with fn's result: 200 and its JSON, 204 when it has none.
@@ -194,12 +203,12 @@ func call[In, Out any](h *Handler, fn func(context.Context, In) (Out, error)) ht
 	return func(w http.ResponseWriter, r *http.Request) {
 		var in In
 		if err := readJSON(w, r, &in); err != nil {
-			h.fail(w, err)
+			h.fail(w, r, err)
 			return
 		}
 		out, err := fn(r.Context(), in)
 		if err != nil {
-			h.fail(w, err)
+			h.fail(w, r, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, out)
@@ -221,7 +230,7 @@ func (h *Handler) token(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) lease(w http.ResponseWriter, r *http.Request) {
 	var req worker.LeaseRequest
 	if err := readJSON(w, r, &req); err != nil {
-		h.fail(w, err)
+		h.fail(w, r, err)
 		return
 	}
 	req.WorkerID = scoped(r.Context(), req.WorkerID)
@@ -233,7 +242,7 @@ func (h *Handler) lease(w http.ResponseWriter, r *http.Request) {
 	case err != nil && h.closing.Err() != nil && r.Context().Err() == nil:
 		w.WriteHeader(http.StatusNoContent) // the server stops: no job from this one
 	case err != nil:
-		h.fail(w, err)
+		h.fail(w, r, err)
 	case l == nil:
 		w.WriteHeader(http.StatusNoContent)
 	default:
@@ -247,11 +256,31 @@ func noResult[In any](fn func(context.Context, In) error) func(context.Context, 
 }
 
 func (h *Handler) heartbeat(w http.ResponseWriter, r *http.Request) {
-	call(h, noResult(h.cfg.Queue.Heartbeat))(w, r)
+	call(h, noResult(func(ctx context.Context, hb worker.Heartbeat) error {
+		err := h.cfg.Queue.Heartbeat(ctx, hb)
+		if errors.Is(err, job.ErrLeaseLost) {
+			h.dropStaged(ctx, hb.Fence)
+		}
+		return err
+	}))(w, r)
 }
 
 func (h *Handler) complete(w http.ResponseWriter, r *http.Request) {
-	call(h, noResult(h.cfg.Queue.Complete))(w, r)
+	call(h, noResult(func(ctx context.Context, c worker.Completion) error {
+		err := h.cfg.Queue.Complete(ctx, c)
+		if err == nil || errors.Is(err, job.ErrLeaseLost) {
+			// The attempt is over: what it left staged (an upload it gave up) is garbage.
+			h.dropStaged(ctx, c.Fence)
+		}
+		return err
+	}))(w, r)
+}
+
+// dropStaged removes what attempt f staged under the request's token: its lease ended.
+func (h *Handler) dropStaged(ctx context.Context, f worker.Fence) {
+	if job.ValidID(f.JobID) && f.Attempt > 0 { // it names folders
+		h.staging.dropAttempt(h.staging.upload(ctx.Value(tokenName{}).(string), f, ""))
+	}
 }
 
 func (h *Handler) release(w http.ResponseWriter, r *http.Request) {
@@ -272,111 +301,30 @@ func (h *Handler) remove(w http.ResponseWriter, r *http.Request) {
 	}))(w, r)
 }
 
+// appendLog adds a part of an attempt's output to the job's log, at the offset in that
+// output that the Upload-Offset header names.
 func (h *Handler) appendLog(w http.ResponseWriter, r *http.Request) {
 	f, err := parseFence(r.PathValue("id"), r.PathValue("attempt"))
 	if err != nil {
-		h.fail(w, badRequest{err})
-		return
-	}
-	p, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxLogBody))
-	if err != nil {
-		h.fail(w, badRequest{err})
-		return
-	}
-	if err := h.cfg.Queue.AppendLog(r.Context(), f, p); err != nil {
-		h.fail(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// staged is the staging file of one artifact of one attempt, and the lock of its upload.
-func (h *Handler) staged(r *http.Request) (worker.Fence, string, string, *sync.Mutex, error) {
-	f, err := parseFence(r.PathValue("id"), r.PathValue("attempt"))
-	if err != nil {
-		return f, "", "", nil, badRequest{err}
-	}
-	path := r.PathValue("path")
-	sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%s", f.JobID, f.Attempt, path)))
-	name := filepath.Join(h.cfg.Staging, hex.EncodeToString(sum[:]))
-	mu, _ := h.uploads.LoadOrStore(name, new(sync.Mutex))
-	return f, path, name, mu.(*sync.Mutex), nil
-}
-
-// uploadOffset answers how many bytes of an upload the server holds.
-func (h *Handler) uploadOffset(w http.ResponseWriter, r *http.Request) {
-	_, _, name, mu, err := h.staged(r)
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	w.Header().Set(headerOffset, strconv.FormatInt(sizeOf(name), 10))
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func sizeOf(name string) int64 {
-	if st, err := os.Stat(name); err == nil {
-		return st.Size()
-	}
-	return 0
-}
-
-// putArtifact appends one chunk to a staged upload at the offset it names, and hands the
-// whole file to the queue with its last chunk. A chunk at another offset than the server
-// holds is refused with the offset the server holds, from which the client resumes.
-func (h *Handler) putArtifact(w http.ResponseWriter, r *http.Request) {
-	fence, path, name, mu, err := h.staged(r)
-	if err != nil {
-		h.fail(w, err)
+		h.fail(w, r, err)
 		return
 	}
 	offset, err := strconv.ParseInt(r.Header.Get(headerOffset), 10, 64)
 	if err != nil || offset < 0 {
-		h.fail(w, badRequest{fmt.Errorf("want an %s header", headerOffset)})
+		h.fail(w, r, badRequest{"Send the offset of this output in the attempt's, a whole number of bytes, in an " + headerOffset + " header."})
 		return
 	}
-	if offset == 0 {
-		h.sweepStale(time.Now())
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	held := sizeOf(name)
-	w.Header().Set(headerOffset, strconv.FormatInt(held, 10))
-	if offset != held {
-		writeJSON(w, http.StatusConflict, errorBody{Error: codeOffset,
-			Message: fmt.Sprintf("the server holds %d bytes of this upload, not %d", held, offset)})
-		return
-	}
-	file, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	p, err := readAll(w, r, maxLogBody)
 	if err != nil {
-		h.fail(w, err)
+		h.fail(w, r, err)
 		return
 	}
-	// What arrived before a dropped connection stays: the next chunk resumes after it.
-	_, copyErr := io.Copy(file, r.Body)
-	if err := errors.Join(copyErr, file.Close()); err != nil {
-		h.fail(w, badRequest{err})
+	if err := h.holds(r.Context(), r.Context().Value(tokenName{}).(string), f); err != nil {
+		h.fail(w, r, err)
 		return
 	}
-	w.Header().Set(headerOffset, strconv.FormatInt(sizeOf(name), 10))
-	if r.Header.Get(headerComplete) != "1" {
-		w.WriteHeader(http.StatusNoContent)
-		return
-	}
-	defer func() {
-		os.Remove(name)
-		h.uploads.Delete(name)
-	}()
-	whole, err := os.Open(name)
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	defer whole.Close()
-	if err := h.cfg.Queue.PutArtifact(r.Context(), fence, path, whole); err != nil {
-		h.fail(w, err)
+	if err := h.cfg.Queue.AppendLog(r.Context(), f, offset, p); err != nil {
+		h.fail(w, r, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)

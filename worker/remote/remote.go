@@ -5,19 +5,23 @@
 // accepts nothing else.
 //
 // The wire is plain JSON of the protocol's own types, one POST per call, except for the
-// two that carry bytes: a log append is the bytes themselves, and an artifact goes up in
-// chunks at explicit offsets, so that an upload cut off by a dropped connection resumes
-// where the server's copy ends instead of starting over (see Client.PutArtifact).
+// two calls that carry bytes, each at an explicit offset: a log append is the bytes
+// themselves, at their offset in the attempt's output, so that one sent again after a lost
+// answer lands once (see Client.AppendLog); and an artifact goes up in chunks, so that an
+// upload cut off by a dropped connection resumes where the server's copy ends instead of
+// starting over (see Client.PutArtifact). Every error is a problem detail of the public
+// API's types (package problem).
 //
-// It imports worker, job, store (for the key record) and apikey of chaperone's packages.
+// It imports worker, job, store (for the key record), apikey and api/problem of
+// chaperone's packages.
 package remote
 
 import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
+	"github.com/chaperone-bio/chaperone/job"
 	"github.com/chaperone-bio/chaperone/worker"
 )
 
@@ -49,20 +53,6 @@ const (
 	headerComplete = "Upload-Complete"
 )
 
-// Error codes of the JSON error body {"error": code, "message": text}.
-const (
-	codeLeaseLost    = "lease_lost"
-	codeUnauthorized = "unauthorized"
-	codeOffset       = "offset_mismatch"
-	codeBadRequest   = "bad_request"
-	codeInternal     = "internal"
-)
-
-type errorBody struct {
-	Error   string `json:"error"`
-	Message string `json:"message"`
-}
-
 // workerRef names a worker in release and remove.
 type workerRef struct {
 	WorkerID string `json:"worker_id"`
@@ -78,9 +68,12 @@ type TokenInfo struct {
 var ErrUnauthorized = errors.New("remote: the server refused the worker token (unknown, revoked, or not a worker token)")
 
 func parseFence(id, attempt string) (worker.Fence, error) {
+	if !job.ValidID(id) {
+		return worker.Fence{}, badRequest{fmt.Sprintf("%q is not a job id: job ids are 32 lowercase hexadecimal characters.", id)}
+	}
 	n, err := strconv.Atoi(attempt)
-	if err != nil || n < 1 || id == "" || strings.ContainsRune(id, '/') {
-		return worker.Fence{}, fmt.Errorf("not a job attempt: %q %q", id, attempt)
+	if err != nil || n < 1 {
+		return worker.Fence{}, badRequest{fmt.Sprintf("%q is not an attempt: attempts are numbered from 1.", attempt)}
 	}
 	return worker.Fence{JobID: id, Attempt: n}, nil
 }

@@ -7,8 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -61,13 +59,34 @@ func (k *keys) KeyByHash(_ context.Context, hash string) (*store.Key, error) {
 	return &rec, nil
 }
 
-// serve serves q over HTTP through wrap (nil: as is) and returns the URL.
-func serve(t *testing.T, q worker.Queue, ks *keys, wrap func(http.Handler) http.Handler) string {
+// anyHolder says of every attempt that the worker gpu-node-1/w holds it.
+type anyHolder struct{}
+
+func (anyHolder) Holder(context.Context, worker.Fence) (string, error) { return "gpu-node-1/w", nil }
+
+// leasesOf is q's own record of leases when it keeps one (a backend), else anyHolder.
+func leasesOf(q worker.Queue) remote.Leases {
+	if l, ok := q.(remote.Leases); ok {
+		return l
+	}
+	return anyHolder{}
+}
+
+// newHandler makes a handler of q for the keys ks, closed when the test ends.
+func newHandler(t *testing.T, q worker.Queue, ks *keys, staging string) *remote.Handler {
 	t.Helper()
-	h, err := remote.NewHandler(remote.HandlerConfig{Queue: q, Keys: ks, Staging: t.TempDir()})
+	h, err := remote.NewHandler(remote.HandlerConfig{Queue: q, Keys: ks, Leases: leasesOf(q), Staging: staging})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(h.Close)
+	return h
+}
+
+// serve serves q over HTTP through wrap (nil: as is) and returns the URL.
+func serve(t *testing.T, q worker.Queue, ks *keys, wrap func(http.Handler) http.Handler) string {
+	t.Helper()
+	h := newHandler(t, q, ks, t.TempDir())
 	var served http.Handler = h
 	if wrap != nil {
 		served = wrap(h)
@@ -152,8 +171,9 @@ func TestTokens(t *testing.T) {
 	}
 }
 
-// cutter cuts the body of the first artifact chunk after n bytes, as a dropped connection
-// does, and counts the artifact bytes the server received.
+// cutter drops the connection of the first artifact chunk after n bytes of its body, as
+// a network failure does: the server sees the body break off, and the client no answer.
+// It counts the artifact bytes the server received.
 type cutter struct {
 	next     http.Handler
 	n        int64
@@ -162,14 +182,18 @@ type cutter struct {
 }
 
 func (c *cutter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method == http.MethodPut {
-		body := io.Reader(r.Body)
-		if c.cut.CompareAndSwap(false, true) {
-			body = io.MultiReader(io.LimitReader(r.Body, c.n), errReader{})
-		}
-		r.Body = io.NopCloser(&countingReader{r: body, n: &c.received})
+	if r.Method != http.MethodPut {
+		c.next.ServeHTTP(w, r)
+		return
 	}
-	c.next.ServeHTTP(w, r)
+	if !c.cut.CompareAndSwap(false, true) {
+		r.Body = io.NopCloser(&countingReader{r: r.Body, n: &c.received})
+		c.next.ServeHTTP(w, r)
+		return
+	}
+	r.Body = io.NopCloser(&countingReader{r: io.MultiReader(io.LimitReader(r.Body, c.n), errReader{}), n: &c.received})
+	c.next.ServeHTTP(httptest.NewRecorder(), r) // the answer is lost with the connection
+	panic(http.ErrAbortHandler)
 }
 
 type errReader struct{}
@@ -205,7 +229,7 @@ func TestUploadResumes(t *testing.T) {
 			c := client(t, serve(t, rec, ks, func(h http.Handler) http.Handler { cut.next = h; return cut }), token)
 			c.ChunkSize = 4096
 			data := bytes.Repeat([]byte("ACGT-0123456789-"), 1024) // 16 KiB: four chunks
-			if err := c.PutArtifact(t.Context(), worker.Fence{JobID: "job_1", Attempt: 1}, "t1/model.cif", tc.reader(data)); err != nil {
+			if err := c.PutArtifact(t.Context(), worker.Fence{JobID: job.NewID(), Attempt: 1}, "t1/model.cif", tc.reader(data)); err != nil {
 				t.Fatal(err)
 			}
 			if got := rec.files["t1/model.cif"]; !bytes.Equal(got, data) {
@@ -222,11 +246,11 @@ func TestLeaseLostCrossesTheWire(t *testing.T) {
 	ks := &keys{}
 	token := ks.add("gpu-node-1", true)
 	c := client(t, serve(t, lostQueue{}, ks, nil), token)
-	err := c.Heartbeat(t.Context(), worker.Heartbeat{Fence: worker.Fence{JobID: "job_1", Attempt: 1}})
+	err := c.Heartbeat(t.Context(), worker.Heartbeat{Fence: worker.Fence{JobID: job.NewID(), Attempt: 1}})
 	if !errors.Is(err, job.ErrLeaseLost) {
 		t.Errorf("Heartbeat error = %v, want job.ErrLeaseLost", err)
 	}
-	if err := c.AppendLog(t.Context(), worker.Fence{JobID: "job_1", Attempt: 1}, []byte("x")); !errors.Is(err, job.ErrLeaseLost) {
+	if err := c.AppendLog(t.Context(), worker.Fence{JobID: job.NewID(), Attempt: 1}, 0, []byte("x")); !errors.Is(err, job.ErrLeaseLost) {
 		t.Errorf("AppendLog error = %v, want job.ErrLeaseLost", err)
 	}
 }
@@ -234,8 +258,10 @@ func TestLeaseLostCrossesTheWire(t *testing.T) {
 // lostQueue answers every fenced write with a lost lease.
 type lostQueue struct{ worker.Queue }
 
-func (lostQueue) Heartbeat(context.Context, worker.Heartbeat) error     { return job.ErrLeaseLost }
-func (lostQueue) AppendLog(context.Context, worker.Fence, []byte) error { return job.ErrLeaseLost }
+func (lostQueue) Heartbeat(context.Context, worker.Heartbeat) error { return job.ErrLeaseLost }
+func (lostQueue) AppendLog(context.Context, worker.Fence, int64, []byte) error {
+	return job.ErrLeaseLost
+}
 
 // workerIDs is a Queue that records the worker ids it is given.
 type workerIDs struct {
@@ -291,39 +317,6 @@ func TestWorkerIDsAreScopedByToken(t *testing.T) {
 	}
 }
 
-// TestAbandonedUploadsAreSwept: an upload no chunk has touched for a day is removed when a
-// new upload starts; a recent one stays.
-func TestAbandonedUploadsAreSwept(t *testing.T) {
-	ks := &keys{}
-	staging := t.TempDir()
-	h, err := remote.NewHandler(remote.HandlerConfig{Queue: &recorder{}, Keys: ks, Staging: staging})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	old, recent := filepath.Join(staging, "old"), filepath.Join(staging, "recent")
-	for _, f := range []string{old, recent} {
-		if err := os.WriteFile(f, []byte("part"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	twoDaysAgo := time.Now().Add(-48 * time.Hour)
-	if err := os.Chtimes(old, twoDaysAgo, twoDaysAgo); err != nil {
-		t.Fatal(err)
-	}
-	c := client(t, srv.URL, ks.add("gpu-node-1", true))
-	if err := c.PutArtifact(t.Context(), worker.Fence{JobID: "job_1", Attempt: 1}, "t1.cif", strings.NewReader("data")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(old); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("an upload abandoned two days ago is still staged (%v)", err)
-	}
-	if _, err := os.Stat(recent); err != nil {
-		t.Errorf("a recent upload was removed: %v", err)
-	}
-}
-
 // heldLease is a Queue whose leases wait for work that never comes; held says when one
 // waits.
 type heldLease struct {
@@ -342,10 +335,7 @@ func (q *heldLease) Lease(ctx context.Context, _ worker.LeaseRequest) (*worker.L
 func TestCloseAnswersHeldLeases(t *testing.T) {
 	ks := &keys{}
 	q := &heldLease{held: make(chan struct{}, 1)}
-	h, err := remote.NewHandler(remote.HandlerConfig{Queue: q, Keys: ks, Staging: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHandler(t, q, ks, t.TempDir())
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	c := client(t, srv.URL, ks.add("gpu-node-1", true))
@@ -367,5 +357,41 @@ func TestCloseAnswersHeldLeases(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("a held lease was not answered within 5 s of Close")
+	}
+}
+
+// TestWorkAfterTheBodyOutlastsTheBodyDeadline: the read deadline on a request's body goes
+// once the body is read, so that what the server does with it afterwards (storing a
+// large artifact) may take longer than the deadline.
+func TestWorkAfterTheBodyOutlastsTheBodyDeadline(t *testing.T) {
+	t.Parallel()
+	ks := &keys{}
+	q := &slowStore{took: 300 * time.Millisecond}
+	h, err := remote.NewHandler(remote.HandlerConfig{Queue: q, Keys: ks, Leases: anyHolder{},
+		Staging: t.TempDir(), BodyIdle: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	c := client(t, srv.URL, ks.add("gpu-node-1", true))
+	if err := c.PutArtifact(t.Context(), worker.Fence{JobID: job.NewID(), Attempt: 1}, "t1.cif", strings.NewReader("data")); err != nil {
+		t.Fatalf("an artifact stored for longer than the body deadline: %v", err)
+	}
+}
+
+// slowStore is a Queue that takes its time to store an artifact, as a large one does.
+type slowStore struct {
+	worker.Queue
+	took time.Duration
+}
+
+func (q *slowStore) PutArtifact(ctx context.Context, _ worker.Fence, _ string, r io.Reader) error {
+	select {
+	case <-time.After(q.took):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }

@@ -35,7 +35,7 @@ func RunBatch(ctx context.Context, dir string, engines func(msaServer string) []
 	q := &folderQueue{dir: dir, ttl: spec.Timing.LeaseTTL, now: time.Now, stop: ctx.Done()}
 	host, _ := os.Hostname()
 	// The log shows that, and where, the job ran under Slurm.
-	if err := q.AppendLog(ctx, l.Fence, fmt.Appendf(nil, "== chaperone: running as Slurm job %s on node %s ==\n",
+	if err := q.writeLog(fmt.Appendf(nil, "== chaperone: running as Slurm job %s on node %s ==\n",
 		os.Getenv("SLURM_JOB_ID"), host)); err != nil {
 		return fmt.Errorf("slurm-job: writing the log: %w", err)
 	}
@@ -52,7 +52,7 @@ func RunBatch(ctx context.Context, dir string, engines func(msaServer string) []
 	})
 	w.RunLease(context.WithoutCancel(ctx), &l, spec.Timing)
 	if ctx.Err() != nil {
-		return q.AppendLog(context.Background(), l.Fence, []byte("== chaperone: Slurm stopped the batch job ==\n"))
+		return q.writeLog([]byte("== chaperone: Slurm stopped the batch job ==\n"))
 	}
 	return nil
 }

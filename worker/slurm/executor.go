@@ -103,7 +103,9 @@ type tracked struct {
 	lease    worker.Lease
 	dir      string
 	slurmID  string     // "" until sbatch answered (or the batch job was found by its name)
-	sentLog  int64      // bytes of log forwarded
+	sentLog  int64      // bytes of the batch job's log forwarded
+	streamed int64      // bytes of the attempt's output the server took: the forwarded log and the executor's own lines
+	ownLines []byte     // the executor's own lines for the log that the server has not taken yet
 	progress []byte     // progress.json as last forwarded
 	stage    string     // the stage last sent by the executor itself (scheduler, starting)
 	reason   string     // the pending reason last logged
@@ -571,38 +573,6 @@ func (e *Executor) cancel(ctx context.Context, t *tracked) {
 	}
 }
 
-// logChunk is the most of a job log that one append carries.
-const logChunk = 1 << 20
-
-// forwardLog appends what the batch job added to its log since the last call, and
-// reports whether there was any.
-func (e *Executor) forwardLog(ctx context.Context, t *tracked) bool {
-	f, err := os.Open(filepath.Join(t.dir, fileLog))
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	sent := false
-	for {
-		p, err := io.ReadAll(io.NewSectionReader(f, t.sentLog, logChunk))
-		if err != nil || len(p) == 0 {
-			return sent
-		}
-		if err := e.cfg.Queue.AppendLog(ctx, t.lease.Fence, p); err != nil {
-			if !errors.Is(err, job.ErrLeaseLost) {
-				e.log.Warn("forwarding the job log", "job", t.lease.JobID, "error", err.Error())
-			}
-			return sent
-		}
-		sent = true
-		t.sentLog += int64(len(p))
-		// A restarted executor goes on from here instead of sending the log twice.
-		if err := os.WriteFile(filepath.Join(t.dir, fileLogSent), []byte(strconv.FormatInt(t.sentLog, 10)), 0o644); err != nil {
-			e.log.Warn("recording the log forwarded", "job", t.lease.JobID, "error", err.Error())
-		}
-	}
-}
-
 // newProgress is the batch job's progress when it changed since it was last forwarded.
 func (e *Executor) newProgress(t *tracked) (*job.Progress, bool) {
 	b, err := os.ReadFile(filepath.Join(t.dir, fileProgress))
@@ -615,13 +585,6 @@ func (e *Executor) newProgress(t *tracked) (*job.Progress, bool) {
 	}
 	t.progress, t.stage = b, p.Stage
 	return &p, true
-}
-
-// appendLog adds the executor's own line to the job's run log.
-func (e *Executor) appendLog(ctx context.Context, t *tracked, line string) {
-	if err := e.cfg.Queue.AppendLog(ctx, t.lease.Fence, []byte(line)); err != nil && !errors.Is(err, job.ErrLeaseLost) {
-		e.log.Warn("appending to a job log", "job", t.lease.JobID, "error", err.Error())
-	}
 }
 
 // finish ends a job whose batch job left Slurm's queue: with the batch job's outcome and
@@ -741,7 +704,7 @@ func (e *Executor) adopt(ctx context.Context) error {
 			t.slurmID = strings.TrimSpace(string(b))
 		}
 		if b, err := os.ReadFile(filepath.Join(dir, fileLogSent)); err == nil {
-			t.sentLog, _ = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+			t.sentLog, t.streamed = readSent(b)
 		}
 		err := e.cfg.Queue.Heartbeat(ctx, worker.Heartbeat{Fence: l.Fence})
 		switch {

@@ -135,7 +135,15 @@ func (q *folderQueue) Heartbeat(_ context.Context, hb worker.Heartbeat) error {
 	return writeJSON(filepath.Join(q.dir, fileProgress), hb.Progress)
 }
 
-func (q *folderQueue) AppendLog(_ context.Context, _ worker.Fence, p []byte) error {
+// AppendLog appends p to the folder's log, which the executor forwards. The folder is on
+// this machine's filesystem, where no append is lost on the way and sent again, so the
+// offset is not needed to keep one once; the batch job's own lines (RunBatch) go there too.
+func (q *folderQueue) AppendLog(_ context.Context, _ worker.Fence, _ int64, p []byte) error {
+	return q.writeLog(p)
+}
+
+// writeLog appends p to the folder's log.
+func (q *folderQueue) writeLog(p []byte) error {
 	f, err := os.OpenFile(filepath.Join(q.dir, fileLog), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return err

@@ -16,8 +16,8 @@ import (
 // acceptingQueue is a server that renews every lease and takes every log line.
 type acceptingQueue struct{ worker.Queue }
 
-func (acceptingQueue) Heartbeat(context.Context, worker.Heartbeat) error     { return nil }
-func (acceptingQueue) AppendLog(context.Context, worker.Fence, []byte) error { return nil }
+func (acceptingQueue) Heartbeat(context.Context, worker.Heartbeat) error            { return nil }
+func (acceptingQueue) AppendLog(context.Context, worker.Fence, int64, []byte) error { return nil }
 func (acceptingQueue) Announce(context.Context, worker.Announcement) (worker.Timing, error) {
 	return worker.Timing{}, nil
 }
