@@ -79,7 +79,7 @@ func TestPythonClient(t *testing.T) {
 		l.ActiveJobsPerOwner, l.CreatesPerMinute = 1000, 10000
 	}))
 	var keys []string
-	for _, name := range []string{"paging", "listing", "many", "async-many", "quota", "readme"} {
+	for _, name := range []string{"paging", "listing", "idempotency", "many", "async-many", "readme"} {
 		key, _ := main.issueKey("pyclient-" + name)
 		keys = append(keys, name+"="+key)
 	}

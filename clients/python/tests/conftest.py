@@ -116,6 +116,23 @@ def client_log() -> Iterator[Callable[[Callable[[logging.LogRecord], bool]], Rec
     logger.setLevel(level)
 
 
+def pdb_target(residues: int) -> str:
+    """A PDB text of one protein chain A: a CA atom per residue, along a line."""
+    lines = ["HEADER    DESIGN TARGET"]
+    for i in range(1, residues + 1):
+        lines.append(f"ATOM  {i:5d}  CA  GLU A{i:4d}    {3.8 * i:8.3f}{0.0:8.3f}{0.0:8.3f}  1.00 20.00           C")
+    return "\n".join(lines + ["TER", "END"]) + "\n"
+
+
+@pytest.fixture(scope="session")
+def paged_jobs(server_url: str, keys: Dict[str, str]) -> List[str]:
+    """120 jobs of an owner of their own, newest first, all ended: more than a page of 100."""
+    with chaperone.Client(server_url, api_key=keys["paging"]) as c:
+        jobs = [c.embed("MKV", model="esmc-300m", name=f"page-{i}") for i in range(120)]
+        c.wait_all(jobs, progress=False)
+    return [j.id for j in reversed(jobs)]
+
+
 # A proxy that fails as networks and edges do ---------------------------------------------
 
 
@@ -185,7 +202,7 @@ class FailingProxy:
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
     def cut(self, match: Callable[[str, Dict[str, str]], bool], after: int, times: int = 1) -> None:
         self._cuts.append([match, after, times])

@@ -278,7 +278,7 @@ def wait(cfg: Config, job: Dict[str, Any], timeout: Optional[float], poll: float
             from ._types import JobState, build
 
             raise WaitTimeout(build(JobState, job), timeout or 0.0)
-        hold = int(max(1, min(poll, MAX_HOLD, math.ceil(left))))
+        hold = int(max(1, min(poll, MAX_HOLD, left if math.isinf(left) else math.ceil(left))))
         asked = time.monotonic()
         answer = yield from send(cfg, Call("GET", job_path(job["id"]), headers={"Prefer": f"wait={hold}"}, hold=hold))
         job = decode(answer, "GET job")
