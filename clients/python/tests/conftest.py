@@ -87,7 +87,7 @@ class Records(logging.Handler):
 
     def __init__(self, match: Callable[[logging.LogRecord], bool]) -> None:
         super().__init__(logging.DEBUG)
-        self.match, self.seen, self.event = match, [], threading.Event()
+        self.match, self.event = match, threading.Event()
         self.records: List[logging.LogRecord] = []
 
     def emit(self, record: logging.LogRecord) -> None:
