@@ -50,12 +50,13 @@ class _Lines(Reporter):
 
 class _Bar(Reporter):
     def __init__(self, tqdm: Any, label: str, stream: IO[str]) -> None:
-        self.bar = tqdm(total=100, desc=label, unit="%", file=stream, leave=True, bar_format="{desc}: {percentage:3.0f}%|{bar}| {postfix} [{elapsed}]")
+        self.label = label
+        self.bar = tqdm(total=100, desc=label, file=stream, leave=True, bar_format="{desc}: {percentage:3.0f}%|{bar}| [{elapsed}]")
 
     def update(self, job: Dict[str, Any]) -> None:
         p = job.get("progress")
         n = 100 if job.get("status") == "succeeded" else int((p if isinstance(p, (int, float)) else 0) * 100)
-        self.bar.set_postfix_str(_state(job), refresh=False)
+        self.bar.set_description_str(f"{self.label} {_state(job)}", refresh=False)
         self.bar.update(n - self.bar.n)
 
     def close(self) -> None:
