@@ -195,7 +195,7 @@ def test_an_edges_bot_filter_is_passed_as_the_interface_says(proxy: FailingProxy
     with Client(proxy.url) as c:
         assert c.health().status == "ok"
     agents = [s.user_agent for s in proxy.requests("/v1/health")]
-    assert agents == ["chaperone-python/" + chaperone.__version__, "Mozilla/5.0 (compatible; chaperone-python/%s)" % chaperone.__version__]
+    assert agents == ["chaperone-python/" + chaperone.__version__, f"Mozilla/5.0 (compatible; chaperone-python/{chaperone.__version__})"]
     # An edge that refuses every client: 403 is raised, with what the edge said.
     proxy.refuse(lambda h: True)
     with pytest.raises(chaperone.ForbiddenError) as e403:

@@ -11,7 +11,7 @@ import zipfile
 from email.parser import Parser
 from importlib import metadata
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import pytest
 
@@ -20,8 +20,8 @@ from .conftest import FIGURES, PACKAGE, REPO
 SOURCES = sorted((PACKAGE / "src" / "chaperone").glob("*.py"))
 
 
-def sh(*args: str, cwd: Path = PACKAGE, env: Dict[str, str] = {}) -> str:
-    done = subprocess.run(args, cwd=cwd, capture_output=True, text=True, env={**os.environ, **env})
+def sh(*args: str, cwd: Path = PACKAGE, env: Optional[Dict[str, str]] = None) -> str:
+    done = subprocess.run(args, cwd=cwd, capture_output=True, text=True, env={**os.environ, **(env or {})})
     assert done.returncode == 0, f"{' '.join(args)}:\n{done.stdout}\n{done.stderr}"
     return done.stdout
 

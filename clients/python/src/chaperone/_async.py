@@ -31,7 +31,7 @@ from ._types import (
 class AsyncClient:
     """The asyncio twin of ``Client``: the same arguments, calls and errors, each call a
     coroutine (``jobs()`` and ``logs(follow=True)`` async iterators). ``wait_all`` waits
-    on every job at once. Use it as an async context manager, or ``await aclose()``."""
+    on many jobs concurrently. Use it as an async context manager, or ``await aclose()``."""
 
     def __init__(
         self,
@@ -49,9 +49,9 @@ class AsyncClient:
             base_url, api_key, timeout=timeout, retries=retries, patience=patience, user_agent=user_agent, headers=headers
         )
         self._own = http_client is None
-        # Waiting on many jobs at once holds one connection per job.
-        limits = httpx.Limits(max_connections=None, max_keepalive_connections=100)
+        limits = httpx.Limits(max_connections=p.MAX_CONNECTIONS, max_keepalive_connections=p.MAX_CONNECTIONS)
         self._http = http_client or httpx.AsyncClient(timeout=timeout, limits=limits)
+        self._held: Optional[asyncio.Semaphore] = None  # made in the event loop that uses it
 
     @property
     def base_url(self) -> str:
@@ -62,7 +62,7 @@ class AsyncClient:
         if self._own:
             await self._http.aclose()
 
-    async def __aenter__(self) -> "AsyncClient":
+    async def __aenter__(self) -> AsyncClient:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -74,26 +74,13 @@ class AsyncClient:
     # Running the protocol's operations with asyncio -------------------------------------
 
     async def _do(self, action: p.Action, opened: List[httpx.Response]) -> Any:
-        cfg = self.config
         if isinstance(action, p.Call):
-            timeout = httpx.Timeout(cfg.timeout, read=cfg.timeout + action.hold)
-            req = self._http.build_request(
-                action.method, cfg.url(action.path), content=action.body, headers=cfg.request_headers(action), timeout=timeout
-            )
-            try:
-                res = await self._http.send(req, stream=True)
-            except httpx.TransportError as e:
-                return p.Failure(e)
-            if action.stream and res.status_code < 400:
-                opened.append(res)
-                return p.Answer(res.status_code, res.headers, b"", res)
-            try:
-                body = await res.aread()
-            except httpx.TransportError as e:
-                return p.Failure(e)
-            finally:
-                await res.aclose()
-            return p.Answer(res.status_code, res.headers, body, res)
+            if action.hold:
+                if self._held is None:
+                    self._held = asyncio.Semaphore(p.MAX_HELD)
+                async with self._held:
+                    return await self._call(action, opened)
+            return await self._call(action, opened)
         if isinstance(action, p.Pump):
             res = action.answer.response
             written, error = 0, None
@@ -113,6 +100,25 @@ class AsyncClient:
             await asyncio.sleep(action.seconds)
             return None
         raise TypeError(f"unexpected action {action!r}")
+
+    async def _call(self, call: p.Call, opened: List[httpx.Response]) -> Any:
+        cfg = self.config
+        headers = cfg.request_headers(call)
+        req = self._http.build_request(call.method, cfg.url(call.path), content=call.body, headers=headers, timeout=cfg.timeout_for(call))
+        try:
+            res = await self._http.send(req, stream=True)
+        except httpx.TransportError as e:
+            return p.Failure(e)
+        if call.stream and res.status_code < 400:
+            opened.append(res)
+            return p.Answer(res.status_code, res.headers, b"", res)
+        try:
+            body = await res.aread()
+        except httpx.TransportError as e:
+            return p.Failure(e)
+        finally:
+            await res.aclose()
+        return p.Answer(res.status_code, res.headers, body, res)
 
     async def _iterate(self, op: p.Op[Any]) -> AsyncIterator[Any]:
         opened: List[httpx.Response] = []
@@ -144,7 +150,7 @@ class AsyncClient:
             for res in opened:
                 await res.aclose()
 
-    def _job(self, data: Mapping[str, Any]) -> "AsyncJob":
+    def _job(self, data: Mapping[str, Any]) -> AsyncJob:
         job = build(AsyncJob, data)
         job._client = self
         return job
@@ -185,7 +191,7 @@ class AsyncClient:
         params: Optional[Mapping[str, Any]] = None,
         idempotency_key: Optional[str] = None,
         wait: Optional[float] = None,
-    ) -> "AsyncJob":
+    ) -> AsyncJob:
         """As ``Client.predict``."""
         if isinstance(targets, Mapping):
             targets = [{"name": k, "content": v} for k, v in targets.items()]
@@ -204,7 +210,7 @@ class AsyncClient:
         params: Optional[Mapping[str, Any]] = None,
         idempotency_key: Optional[str] = None,
         wait: Optional[float] = None,
-    ) -> "AsyncJob":
+    ) -> AsyncJob:
         """As ``Client.design``."""
         body = p.body_of(dict(protocol=protocol, model=model, name=name, spec=spec, structure=structure, contig=contig, params=params))
         return self._job(await self._run(p.create(self.config, "/v1/designs", body, idempotency_key, wait)))
@@ -220,30 +226,31 @@ class AsyncClient:
         params: Optional[Mapping[str, Any]] = None,
         idempotency_key: Optional[str] = None,
         wait: Optional[float] = None,
-    ) -> "AsyncJob":
+    ) -> AsyncJob:
         """As ``Client.embed``."""
         body = p.body_of(dict(model=model, name=name, sequence=sequence, sequences=sequences, input=input, params=params))
         return self._job(await self._run(p.create(self.config, "/v1/embeddings", body, idempotency_key, wait)))
 
-    async def job(self, job_id: str) -> "AsyncJob":
+    async def job(self, job_id: str) -> AsyncJob:
         """As ``Client.job``."""
         return self._job(await self._run(p.get_json(self.config, p.job_path(job_id))))
 
-    async def list_jobs(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> "JobList[AsyncJob]":
+    async def list_jobs(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> JobList[AsyncJob]:
         """As ``Client.list_jobs``."""
         page = await self._run(p.list_page(self.config, limit, cursor))
         return build(JobList, page, data=[self._job(j) for j in page.get("data") or []])
 
-    async def jobs(self, *, page_size: int = 100) -> AsyncIterator["AsyncJob"]:
+    async def jobs(self, *, page_size: int = 100) -> AsyncIterator[AsyncJob]:
         """As ``Client.jobs``: ``async for job in client.jobs()``."""
         async for data in self._iterate(p.every_job(self.config, page_size)):
             yield self._job(data)
 
     async def wait_all(
-        self, jobs: Iterable["AsyncJob"], *, timeout: Optional[float] = None, progress: ProgressArg = True, raise_on_failure: bool = False
-    ) -> List["AsyncJob"]:
-        """Wait on every job at once (one long poll each) until all have ended, and return
-        them, updated. Otherwise as ``Client.wait_all``."""
+        self, jobs: Iterable[AsyncJob], *, timeout: Optional[float] = None, progress: ProgressArg = True, raise_on_failure: bool = False
+    ) -> List[AsyncJob]:
+        """Wait on the jobs concurrently until all have ended, and return them, updated:
+        one long poll per job, up to 16 at once (as many as a server holds for one client;
+        every long poll of this client shares them). Otherwise as ``Client.wait_all``."""
         jobs = list(jobs)
         report = for_jobs(progress, len(jobs))
 
@@ -263,7 +270,7 @@ class AsyncJob(JobState):
 
     _client: AsyncClient
 
-    async def refresh(self, *, wait: Optional[float] = None) -> "AsyncJob":
+    async def refresh(self, *, wait: Optional[float] = None) -> AsyncJob:
         """As ``Job.refresh``."""
         cl = self._client
         headers, hold = {}, 0.0
@@ -280,7 +287,7 @@ class AsyncJob(JobState):
         progress: ProgressArg = True,
         raise_on_failure: bool = True,
         poll: Optional[float] = None,
-    ) -> "AsyncJob":
+    ) -> AsyncJob:
         """As ``Job.wait``."""
         cl = self._client
         report = for_job(progress, self.id)
@@ -333,7 +340,7 @@ class AsyncJob(JobState):
             return cl._iterate(p.follow_logs(cl.config, self.id, poll))
         return cl._run(p.logs(cl.config, self.id))
 
-    async def cancel(self) -> "AsyncJob":
+    async def cancel(self) -> AsyncJob:
         """As ``Job.cancel``."""
         cl = self._client
         self._update(build(JobState, await cl._run(p.call_json(cl.config, "POST", p.job_path(self.id, "cancel")))))

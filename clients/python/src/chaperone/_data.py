@@ -21,19 +21,17 @@ if TYPE_CHECKING:
     Vector = npt.NDArray[np.float32]
 
 
-def _missing(module: str, extra: str, e: ImportError) -> ImportError:
-    err = ImportError(f"this needs {module}: pip install 'chaperone-client[{extra}]'")
-    err.__cause__ = e
-    return err
+def _missing(module: str, extra: str) -> ImportError:
+    return ImportError(f"this needs {module}: pip install 'chaperone-client[{extra}]'")
 
 
-def rows_frame(rows: Iterable[Mapping[str, Any]]) -> "pd.DataFrame":
+def rows_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     """A DataFrame of one row per item, ``id`` first and the other columns in the order
     they first appear."""
     try:
         import pandas as pd
     except ImportError as e:
-        raise _missing("pandas", "pandas", e)
+        raise _missing("pandas", "pandas") from e
     rows = [dict(r) for r in rows]
     columns: Dict[str, None] = {"id": None}
     for r in rows:
@@ -41,7 +39,7 @@ def rows_frame(rows: Iterable[Mapping[str, Any]]) -> "pd.DataFrame":
     return pd.DataFrame(rows, columns=list(columns))
 
 
-def designs_frame(designs: Iterable[Design]) -> "pd.DataFrame":
+def designs_frame(designs: Iterable[Design]) -> pd.DataFrame:
     """A DataFrame of one row per design, its metrics spread into columns (a metric whose
     name is taken by a design field gets the prefix ``metrics.``)."""
     flat = []
@@ -63,23 +61,23 @@ class Embeddings:
     """
 
     ids: List[str]
-    pooled: Dict[str, "Vector"]
-    per_residue: Dict[str, "Vector"]
+    pooled: Dict[str, Vector]
+    per_residue: Dict[str, Vector]
     model: str
     pool: str
     format: str
     d_model: int
 
-    def matrix(self) -> "Vector":
+    def matrix(self) -> Vector:
         """The pooled vectors stacked in ``ids`` order: shape ``(len(ids), d_model)``."""
         try:
             import numpy as np
         except ImportError as e:
-            raise _missing("numpy", "numpy", e)
+            raise _missing("numpy", "numpy") from e
         return np.stack([self.pooled[i] for i in self.ids]) if self.ids else np.zeros((0, self.d_model), np.float32)
 
     @classmethod
-    def load(cls, folder: Union[str, Path]) -> "Embeddings":
+    def load(cls, folder: Union[str, Path]) -> Embeddings:
         """The embeddings of a job downloaded into folder (``job.download(folder)``), read
         from its results.json and files, with no server."""
         root = Path(folder)
@@ -94,7 +92,7 @@ def embeddings_from_files(res: EmbeddingResults, read: Any) -> Embeddings:
     try:
         import numpy as np
     except ImportError as e:
-        raise _missing("numpy", "numpy", e)
+        raise _missing("numpy", "numpy") from e
     ids = [s.id for s in res.sequences]
     pooled: Dict[str, Any] = {}
     per_residue: Dict[str, Any] = {}
@@ -102,7 +100,7 @@ def embeddings_from_files(res: EmbeddingResults, read: Any) -> Embeddings:
         try:
             import pyarrow.parquet as pq
         except ImportError as e:
-            raise _missing("pyarrow", "parquet", e)
+            raise _missing("pyarrow", "parquet") from e
         for file in dict.fromkeys(s.file for s in res.sequences):
             table = pq.read_table(io.BytesIO(read(file)))
             column = table.column("pooled").combine_chunks()

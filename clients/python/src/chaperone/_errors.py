@@ -207,7 +207,7 @@ class JobFailedError(ChaperoneError):
     """The job ended ``failed`` or ``canceled``; ``job`` is its final state, ``job.error``
     the engine's message."""
 
-    def __init__(self, job: "JobState") -> None:
+    def __init__(self, job: JobState) -> None:
         self.job = job
         why = f": {job.error}" if job.error else ""
         super().__init__(f"job {job.id} {job.status}{why}")
@@ -225,7 +225,7 @@ class ResultsNotReadyError(ChaperoneError):
 class WaitTimeout(ChaperoneError, TimeoutError):
     """``wait(timeout=...)`` ran out before the job finished; ``job`` is its last state."""
 
-    def __init__(self, job: "JobState", timeout: float) -> None:
+    def __init__(self, job: JobState, timeout: float) -> None:
         self.job = job
         super().__init__(f"job {job.id} is still {job.status} after {timeout:g} s")
 

@@ -42,6 +42,12 @@ DEFAULT_URL = "http://127.0.0.1:8080"
 RETRYABLE = frozenset((429, 502, 503, 504))
 #: The longest hold a server grants (Prefer: wait=60).
 MAX_HOLD = 60
+#: Long polls one client holds open at once: a server holds that many for one client (its
+#: address) and answers more at once, unheld; chaperone's default bound. Polls beyond it
+#: wait in the client for a turn instead of turning into a busy loop.
+MAX_HELD = 16
+#: Connections one client opens at most, well under the 64 a server lets one client hold.
+MAX_CONNECTIONS = 32
 #: What the client calls itself after an edge's bot filter refused it (403, error 1010).
 BROWSER_AGENT = "Mozilla/5.0 (compatible; {agent})"
 #: Suffixes of the files a download keeps beside its destination until it completes.
@@ -130,7 +136,7 @@ class Config:
         patience: float,
         user_agent: Optional[str],
         headers: Optional[Mapping[str, str]],
-    ) -> "Config":
+    ) -> Config:
         from . import __version__
 
         url = (base_url or os.environ.get("CHAPERONE_URL") or DEFAULT_URL).rstrip("/")
@@ -142,6 +148,13 @@ class Config:
             raise ValueError("chaperone: retries and patience must be ≥ 0, timeout > 0")
         agent = user_agent or f"chaperone-python/{__version__}"
         return cls(url, key, agent, dict(headers or {}), timeout, retries, patience)
+
+    def timeout_for(self, call: Call) -> Any:
+        import httpx
+
+        # No bound on waiting for one of the client's connections: a queue of polls is no
+        # failure.
+        return httpx.Timeout(self.timeout, read=self.timeout + call.hold, pool=None)
 
     def url(self, path: str) -> str:
         return self.base_url + path

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Literal, Mapping, Optional, Sequence, Union, overload
@@ -57,7 +58,9 @@ class Client:
             base_url, api_key, timeout=timeout, retries=retries, patience=patience, user_agent=user_agent, headers=headers
         )
         self._own = http_client is None
-        self._http = http_client or httpx.Client(timeout=timeout)
+        limits = httpx.Limits(max_connections=p.MAX_CONNECTIONS, max_keepalive_connections=p.MAX_CONNECTIONS)
+        self._http = http_client or httpx.Client(timeout=timeout, limits=limits)
+        self._held = threading.BoundedSemaphore(p.MAX_HELD)
 
     @property
     def base_url(self) -> str:
@@ -68,7 +71,7 @@ class Client:
         if self._own:
             self._http.close()
 
-    def __enter__(self) -> "Client":
+    def __enter__(self) -> Client:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -80,26 +83,11 @@ class Client:
     # Running the protocol's operations with blocking I/O -------------------------------
 
     def _do(self, action: p.Action, opened: List[httpx.Response]) -> Any:
-        cfg = self.config
         if isinstance(action, p.Call):
-            timeout = httpx.Timeout(cfg.timeout, read=cfg.timeout + action.hold)
-            req = self._http.build_request(
-                action.method, cfg.url(action.path), content=action.body, headers=cfg.request_headers(action), timeout=timeout
-            )
-            try:
-                res = self._http.send(req, stream=True)
-            except httpx.TransportError as e:
-                return p.Failure(e)
-            if action.stream and res.status_code < 400:
-                opened.append(res)
-                return p.Answer(res.status_code, res.headers, b"", res)
-            try:
-                body = res.read()
-            except httpx.TransportError as e:
-                return p.Failure(e)
-            finally:
-                res.close()
-            return p.Answer(res.status_code, res.headers, body, res)
+            if action.hold:
+                with self._held:
+                    return self._call(action, opened)
+            return self._call(action, opened)
         if isinstance(action, p.Pump):
             res = action.answer.response
             written, error = 0, None
@@ -119,6 +107,25 @@ class Client:
             time.sleep(action.seconds)
             return None
         raise TypeError(f"unexpected action {action!r}")
+
+    def _call(self, call: p.Call, opened: List[httpx.Response]) -> Any:
+        cfg = self.config
+        headers = cfg.request_headers(call)
+        req = self._http.build_request(call.method, cfg.url(call.path), content=call.body, headers=headers, timeout=cfg.timeout_for(call))
+        try:
+            res = self._http.send(req, stream=True)
+        except httpx.TransportError as e:
+            return p.Failure(e)
+        if call.stream and res.status_code < 400:
+            opened.append(res)
+            return p.Answer(res.status_code, res.headers, b"", res)
+        try:
+            body = res.read()
+        except httpx.TransportError as e:
+            return p.Failure(e)
+        finally:
+            res.close()
+        return p.Answer(res.status_code, res.headers, body, res)
 
     def _iterate(self, op: p.Op[Any]) -> Iterator[Any]:
         opened: List[httpx.Response] = []
@@ -150,7 +157,7 @@ class Client:
             for res in opened:
                 res.close()
 
-    def _job(self, data: Mapping[str, Any]) -> "Job":
+    def _job(self, data: Mapping[str, Any]) -> Job:
         job = build(Job, data)
         job._client = self
         return job
@@ -194,7 +201,7 @@ class Client:
         params: Optional[Mapping[str, Any]] = None,
         idempotency_key: Optional[str] = None,
         wait: Optional[float] = None,
-    ) -> "Job":
+    ) -> Job:
         """``POST /v1/predictions``: predict structures. Give exactly one of ``sequence`` (a
         protein chain), ``input`` (FASTA or Boltz YAML) or ``targets`` (many inputs: a list
         of ``{"content": ..., "name": ...}``, or a mapping of name to content). ``model``
@@ -219,7 +226,7 @@ class Client:
         params: Optional[Mapping[str, Any]] = None,
         idempotency_key: Optional[str] = None,
         wait: Optional[float] = None,
-    ) -> "Job":
+    ) -> Job:
         """``POST /v1/designs``: design binders or proteins. The ``protocol`` implies the
         model: the BoltzGen protocols take a YAML ``spec``, the ``rfd3-*`` ones a
         ``structure`` (PDB or mmCIF text) and a ``contig``. Otherwise as ``predict``."""
@@ -237,7 +244,7 @@ class Client:
         params: Optional[Mapping[str, Any]] = None,
         idempotency_key: Optional[str] = None,
         wait: Optional[float] = None,
-    ) -> "Job":
+    ) -> Job:
         """``POST /v1/embeddings``: language-model embeddings. Give exactly one of
         ``sequence``, ``sequences`` (strings, or ``{"id": ..., "sequence": ...}``) or
         ``input`` (FASTA). ``params``: ``pool`` (mean, max, cls), ``format`` (npz,
@@ -245,24 +252,24 @@ class Client:
         body = p.body_of(dict(model=model, name=name, sequence=sequence, sequences=sequences, input=input, params=params))
         return self._job(self._run(p.create(self.config, "/v1/embeddings", body, idempotency_key, wait)))
 
-    def job(self, job_id: str) -> "Job":
+    def job(self, job_id: str) -> Job:
         """``GET /v1/jobs/{id}``: a job by its id."""
         return self._job(self._run(p.get_json(self.config, p.job_path(job_id))))
 
-    def list_jobs(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> "JobList[Job]":
+    def list_jobs(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> JobList[Job]:
         """``GET /v1/jobs``: one page of the caller's jobs, newest first; pass the page's
         ``next_cursor`` as ``cursor`` for the next. ``jobs()`` walks every page."""
         page = self._run(p.list_page(self.config, limit, cursor))
         return build(JobList, page, data=[self._job(j) for j in page.get("data") or []])
 
-    def jobs(self, *, page_size: int = 100) -> Iterator["Job"]:
+    def jobs(self, *, page_size: int = 100) -> Iterator[Job]:
         """Every job of the caller, newest first, fetched a page at a time."""
         for data in self._iterate(p.every_job(self.config, page_size)):
             yield self._job(data)
 
     def wait_all(
-        self, jobs: Iterable["Job"], *, timeout: Optional[float] = None, progress: ProgressArg = True, raise_on_failure: bool = False
-    ) -> List["Job"]:
+        self, jobs: Iterable[Job], *, timeout: Optional[float] = None, progress: ProgressArg = True, raise_on_failure: bool = False
+    ) -> List[Job]:
         """Wait until every job has ended and return them, updated. Each job is long-polled
         in turn; a job that ended while another was awaited answers at once, so this takes
         about as long as the slowest job. ``progress`` shows how many have finished.
@@ -287,7 +294,7 @@ class Job(JobState):
 
     _client: Client
 
-    def refresh(self, *, wait: Optional[float] = None) -> "Job":
+    def refresh(self, *, wait: Optional[float] = None) -> Job:
         """Read the job's state again; with ``wait``, hold up to that many seconds (at most
         60) for it to end. Returns the job itself, updated."""
         cl = self._client
@@ -305,7 +312,7 @@ class Job(JobState):
         progress: ProgressArg = True,
         raise_on_failure: bool = True,
         poll: Optional[float] = None,
-    ) -> "Job":
+    ) -> Job:
         """Wait until the job ends, long-polling with ``Prefer: wait``, and return it.
 
         ``progress``: True shows a bar when tqdm is installed and a plain line per change
@@ -373,7 +380,7 @@ class Job(JobState):
             return cl._iterate(p.follow_logs(cl.config, self.id, poll))
         return cl._run(p.logs(cl.config, self.id))
 
-    def cancel(self) -> "Job":
+    def cancel(self) -> Job:
         """Stop a queued or running job (it becomes ``canceled``); a job already canceled
         stays so. ConflictError for a job that already succeeded or failed."""
         cl = self._client

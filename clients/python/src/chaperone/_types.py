@@ -129,7 +129,7 @@ class JobState(_Raw):
         """Whether the job is in a terminal status (succeeded, failed or canceled)."""
         return self.status in TERMINAL
 
-    def _update(self, other: "JobState") -> None:
+    def _update(self, other: JobState) -> None:
         for f in dataclasses.fields(JobState):
             setattr(self, f.name, getattr(other, f.name))
         self._raw = other.to_dict()
