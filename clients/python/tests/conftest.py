@@ -149,13 +149,15 @@ class FailingProxy:
     ``cut(match, after, times)`` breaks off the next answers to matching requests after
     that many body bytes (the connection closes mid-body, as a failing network does), and
     ``refuse(match)`` answers matching requests itself with a 403 "error code: 1010", as an
-    edge's bot filter does."""
+    edge's bot filter does; ``fail(match, status, retry_after, times)`` answers the next
+    matching requests itself with that status, as a proxy whose upstream is away does."""
 
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream
         self.seen: List[Seen] = []
         self._cuts: List[List[Any]] = []
         self._refuse: Optional[Callable[[Dict[str, str]], bool]] = None
+        self._fails: List[List[Any]] = []
         self._http = httpx.Client(base_url=upstream, timeout=120)
         proxy = self
 
@@ -172,6 +174,13 @@ class FailingProxy:
                     self._answer(403, {"content-type": "text/plain"}, b"error code: 1010", None)
                     proxy.seen.append(Seen(self.command, self.path, headers, 403))
                     return
+                for f in proxy._fails:
+                    if f[3] > 0 and f[0](self.path):
+                        f[3] -= 1
+                        extra = {"retry-after": str(f[2])} if f[2] is not None else {}
+                        self._answer(f[1], {"content-type": "text/html", **extra}, b"<html>upstream away</html>", None)
+                        proxy.seen.append(Seen(self.command, self.path, headers, f[1]))
+                        return
                 fwd = {k: v for k, v in headers.items() if k not in ("host", "connection", "content-length")}
                 req = proxy._http.build_request(self.command, self.path, headers=fwd, content=body)
                 res = proxy._http.send(req, stream=True)
@@ -209,6 +218,9 @@ class FailingProxy:
 
     def refuse(self, match: Optional[Callable[[Dict[str, str]], bool]]) -> None:
         self._refuse = match
+
+    def fail(self, match: Callable[[str], bool], status: int, retry_after: Optional[int] = None, times: int = 1) -> None:
+        self._fails.append([match, status, retry_after, times])
 
     def _take_cut(self, path: str, headers: Dict[str, str]) -> Optional[int]:
         for c in self._cuts:

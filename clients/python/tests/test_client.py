@@ -119,6 +119,9 @@ def test_logs_followed_arrive_while_the_job_runs_and_add_up_to_the_whole_log(cli
 
 def test_cancel_stops_a_job_and_delete_removes_it(client: Client) -> None:
     job = client.design("protein-anything", spec=HANGING_SPEC)
+    with pytest.raises(chaperone.WaitTimeout) as late:
+        job.wait(timeout=1, progress=False)
+    assert late.value.job.id == job.id and not late.value.job.finished
     assert job.cancel() is job and job.status == "canceled"
     assert job.cancel().status == "canceled"  # canceling again changes nothing
     with pytest.raises(JobFailedError, match="canceled"):

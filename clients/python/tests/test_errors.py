@@ -209,3 +209,22 @@ def test_a_key_that_is_not_valid_is_401_on_every_job_call(server_url: str) -> No
         with pytest.raises(chaperone.UnauthorizedError):
             call()
     assert bad.models().object == "catalog"  # discovery needs no key and ignores a bad one
+
+
+def test_a_proxys_503_is_waited_out_and_its_502_and_504_retried(proxy: FailingProxy, client_log: Callable[[Any], Records]) -> None:
+    log = client_log(lambda r: "waiting" in r.getMessage() or "retrying" in r.getMessage())
+    proxy.fail(lambda path: path == "/v1/embeddings", 503, retry_after=1)
+    proxy.fail(lambda path: path == "/v1/embeddings", 502)
+    proxy.fail(lambda path: path.startswith("/v1/jobs/"), 504)
+    with Client(proxy.url, patience=5) as c:
+        job = c.embed("MKV", model="esmc-300m")
+        assert job.wait(progress=False).status == "succeeded"
+    creates = proxy.requests("/v1/embeddings")
+    assert [s.status for s in creates] == [503, 502, 202]
+    assert {s.user_agent for s in creates} == {c.config.user_agent}
+    assert [r.levelname for r in log.records] == ["WARNING", "INFO", "INFO"]  # the announced wait, two retries
+    # A proxy's error page is no problem document: its status and its words are kept.
+    proxy.fail(lambda path: path == "/v1/health", 502, times=10)
+    with pytest.raises(APIError) as e:
+        Client(proxy.url, retries=1).health()
+    assert type(e.value) is APIError and e.value.status == 502 and "upstream away" in e.value.detail
