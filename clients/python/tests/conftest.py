@@ -25,7 +25,6 @@ REPO = Path(__file__).resolve().parents[3]
 PACKAGE = REPO / "clients" / "python"
 
 SEQ = "MKTAYIAKQRQISFVKSHFSRQ"
-LONG_SEQ = "MKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQAPILSRVGDGTQDNLSGAEKAVQVKVKALPDAQFEVVHSLAKWKRQTLGQHDFSAGEGLYTHMKALRPDEDRLSPLHSVYVDQWDWE"
 BINDER_SPEC = "entities:\n  - protein: {id: B, sequence: 20..30}\n"
 #: A design the BoltzGen stand-in takes 0.2 s per design for, printing progress.
 SLOW_SPEC = BINDER_SPEC + "# boltzgentest: slow\n"
@@ -36,7 +35,9 @@ HANGING_SPEC = BINDER_SPEC + "# boltzgentest: hang\n"
 def _env(name: str) -> str:
     value = os.environ.get(name)
     if not value:
-        pytest.fail(f"${name} is not set: these tests run against servers that go test ./e2e -run TestPythonClient starts")
+        pytest.fail(
+            f"${name} is not set: these tests run against servers that go test ./e2e -run TestPythonClient starts"
+        )
     return value
 
 
@@ -171,15 +172,15 @@ class FailingProxy:
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 body = self.rfile.read(int(headers.get("content-length") or 0))
                 if proxy._refuse and proxy._refuse(headers):
+                    proxy.seen.append(Seen(self.command, self.path, headers, 403))  # before the client can look
                     self._answer(403, {"content-type": "text/plain"}, b"error code: 1010", None)
-                    proxy.seen.append(Seen(self.command, self.path, headers, 403))
                     return
                 for f in proxy._fails:
                     if f[3] > 0 and f[0](self.path):
                         f[3] -= 1
                         extra = {"retry-after": str(f[2])} if f[2] is not None else {}
-                        self._answer(f[1], {"content-type": "text/html", **extra}, b"<html>upstream away</html>", None)
                         proxy.seen.append(Seen(self.command, self.path, headers, f[1]))
+                        self._answer(f[1], {"content-type": "text/html", **extra}, b"<html>upstream away</html>", None)
                         return
                 fwd = {k: v for k, v in headers.items() if k not in ("host", "connection", "content-length")}
                 req = proxy._http.build_request(self.command, self.path, headers=fwd, content=body)
@@ -189,9 +190,13 @@ class FailingProxy:
                 finally:
                     res.close()
                 cut = proxy._take_cut(self.path, headers)
-                out = {k: v for k, v in res.headers.items() if k not in ("transfer-encoding", "connection", "content-length")}
-                self._answer(res.status_code, out, data, cut)
+                out = {
+                    k: v
+                    for k, v in res.headers.items()
+                    if k not in ("transfer-encoding", "connection", "content-length")
+                }
                 proxy.seen.append(Seen(self.command, self.path, headers, res.status_code))
+                self._answer(res.status_code, out, data, cut)
 
             def _answer(self, status: int, headers: Dict[str, str], data: bytes, cut: Optional[int]) -> None:
                 self.send_response(status)
@@ -219,7 +224,9 @@ class FailingProxy:
     def refuse(self, match: Optional[Callable[[Dict[str, str]], bool]]) -> None:
         self._refuse = match
 
-    def fail(self, match: Callable[[str], bool], status: int, retry_after: Optional[int] = None, times: int = 1) -> None:
+    def fail(
+        self, match: Callable[[str], bool], status: int, retry_after: Optional[int] = None, times: int = 1
+    ) -> None:
         self._fails.append([match, status, retry_after, times])
 
     def _take_cut(self, path: str, headers: Dict[str, str]) -> Optional[int]:

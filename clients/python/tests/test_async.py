@@ -28,7 +28,9 @@ def test_a_prediction_design_and_embedding_run_to_their_results(server_url: str,
             rows = (await fold.results()).to_dataframe()
             assert rows["id"].tolist() == ["target_1"] and rows.loc[0, "samples"] == 2
             saved = await fold.download(tmp_path / "fold")
-            assert saved.structures == {"target_1": {0: tmp_path / "fold" / "target_1.cif", 1: tmp_path / "fold" / "target_1_sample_1.cif"}}
+            assert saved.structures == {
+                "target_1": {0: tmp_path / "fold" / "target_1.cif", 1: tmp_path / "fold" / "target_1_sample_1.cif"}
+            }
 
             await design.wait(progress=False)
             assert (await design.results()).to_dataframe()["rank"].tolist() == [1, 2]
@@ -81,7 +83,9 @@ def test_cancel_and_delete(server_url: str) -> None:
     run(main())
 
 
-def test_jobs_walks_every_page_past_a_hundred_jobs(server_url: str, paged_jobs: List[str], keys: Dict[str, str]) -> None:
+def test_jobs_walks_every_page_past_a_hundred_jobs(
+    server_url: str, paged_jobs: List[str], keys: Dict[str, str]
+) -> None:
     async def main() -> None:
         async with AsyncClient(server_url, api_key=keys["paging"]) as c:
             assert [j.id async for j in c.jobs()] == paged_jobs

@@ -41,7 +41,9 @@ def test_a_prediction_becomes_a_table_and_structures_by_target_and_sample(client
 
 def test_many_targets_make_one_job_and_a_failed_target_is_a_row_saying_why(client: Client) -> None:
     fasta = f">A|protein\n{SEQ}\n"
-    job = client.predict(targets={"good": fasta, "skipped": fasta}, params={"use_msa_server": False}).wait(progress=False)
+    job = client.predict(targets={"good": fasta, "skipped": fasta}, params={"use_msa_server": False}).wait(
+        progress=False
+    )
     table = job.results().to_dataframe().set_index("id")
     assert table.loc["good", "status"] == "ok" and table.loc["skipped", "status"] == "failed"
     assert "skipped" in table.loc["skipped", "error"] and table.loc["skipped", "error"]
@@ -61,7 +63,9 @@ def test_a_job_whose_every_target_failed_raises_with_the_engines_words(client: C
 
 
 def test_designs_become_a_ranked_table_with_a_column_per_metric(client: Client, tmp_path: Path) -> None:
-    job = client.design("protein-anything", spec=BINDER_SPEC, params={"num_designs": 4, "budget": 3}).wait(progress=False)
+    job = client.design("protein-anything", spec=BINDER_SPEC, params={"num_designs": 4, "budget": 3}).wait(
+        progress=False
+    )
     assert job.kind == "design" and job.protocol == "protein-anything"
     res = job.results()
     assert isinstance(res, chaperone.DesignResults)
@@ -94,7 +98,9 @@ def test_embeddings_are_numpy_arrays_keyed_by_sequence_id(client: Client, tmp_pa
     for loaded in (saved.embeddings(), Embeddings.load(tmp_path / "emb")):
         assert loaded.ids == emb.ids
         for i in emb.ids:
-            assert np.array_equal(loaded.pooled[i], emb.pooled[i]) and np.array_equal(loaded.per_residue[i], emb.per_residue[i])
+            assert np.array_equal(loaded.pooled[i], emb.pooled[i]) and np.array_equal(
+                loaded.per_residue[i], emb.per_residue[i]
+            )
 
 
 def test_parquet_embeddings_hold_the_same_pooled_vectors_and_no_per_residue_ones(client: Client) -> None:
@@ -148,7 +154,9 @@ def test_a_create_may_hold_its_answer_until_the_job_ends(client: Client) -> None
     assert job.status == "succeeded"
 
 
-def test_jobs_walks_every_page_past_a_hundred_jobs(server_url: str, paged_jobs: List[str], keys: Dict[str, str]) -> None:
+def test_jobs_walks_every_page_past_a_hundred_jobs(
+    server_url: str, paged_jobs: List[str], keys: Dict[str, str]
+) -> None:
     with Client(server_url, api_key=keys["paging"]) as c:
         assert [j.id for j in c.jobs()] == paged_jobs  # pages of 100: two of them
         assert [j.id for j in c.jobs(page_size=25)] == paged_jobs  # five
@@ -218,7 +226,9 @@ def plain(text: str) -> bool:
     return not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", text)
 
 
-def test_wait_shows_lines_a_bar_or_nothing(client: Client, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_wait_shows_lines_a_bar_or_nothing(
+    client: Client, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     job = client.design("protein-anything", spec=SLOW_SPEC, params={"num_designs": 10, "budget": 2})
     job.wait(progress="plain", poll=1)
     lines = capsys.readouterr().err.splitlines()

@@ -92,7 +92,9 @@ def test_the_create_calls_take_the_request_bodys_fields(method: str, schema: str
         # Besides the body's fields: the Idempotency-Key header and Prefer: wait.
         assert params - {"idempotency_key", "wait"} == properties(schema), f"{cls.__name__}.{method}"
         required_params = {
-            n for n, p in inspect.signature(getattr(cls, method)).parameters.items() if p.default is inspect.Parameter.empty
+            n
+            for n, p in inspect.signature(getattr(cls, method)).parameters.items()
+            if p.default is inspect.Parameter.empty
         } - {"self"}
         assert required_params == required(schema), f"{cls.__name__}.{method}"
 

@@ -24,7 +24,9 @@ def archive_requests(proxy: FailingProxy, job_id: str) -> list:
     return proxy.requests(f"/v1/jobs/{job_id}/archive")
 
 
-def test_an_archive_cut_short_resumes_with_a_range_in_the_same_call(proxy: FailingProxy, finished_job: str, tmp_path: Path) -> None:
+def test_an_archive_cut_short_resumes_with_a_range_in_the_same_call(
+    proxy: FailingProxy, finished_job: str, tmp_path: Path
+) -> None:
     whole = Client(proxy.upstream).request("GET", f"/v1/jobs/{finished_job}/archive")
     assert len(whole.content) > 2000
     proxy.cut(lambda path, h: path.endswith("/archive"), after=1000)
@@ -37,7 +39,9 @@ def test_an_archive_cut_short_resumes_with_a_range_in_the_same_call(proxy: Faili
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"{finished_job}.zip"]
 
 
-def test_an_interrupted_download_is_resumed_by_the_next_call(proxy: FailingProxy, finished_job: str, tmp_path: Path) -> None:
+def test_an_interrupted_download_is_resumed_by_the_next_call(
+    proxy: FailingProxy, finished_job: str, tmp_path: Path
+) -> None:
     whole = Client(proxy.upstream).request("GET", f"/v1/jobs/{finished_job}/archive").content
     # The connection breaks after 1500 bytes, and again at once when the client resumes: a
     # client that does not retry an attempt that brought nothing gives up.
@@ -71,7 +75,9 @@ def test_every_artifact_resumes_as_well(proxy: FailingProxy, finished_job: str, 
     assert sorted(saved.structures["target_1"]) == [0, 1, 2]
 
 
-def test_a_partial_file_of_another_version_is_started_over(proxy: FailingProxy, finished_job: str, tmp_path: Path) -> None:
+def test_a_partial_file_of_another_version_is_started_over(
+    proxy: FailingProxy, finished_job: str, tmp_path: Path
+) -> None:
     whole = Client(proxy.upstream).request("GET", f"/v1/jobs/{finished_job}/archive").content
     dest = tmp_path / f"{finished_job}.zip"
     Path(str(dest) + ".part").write_bytes(b"x" * 700)  # left by a download of another version

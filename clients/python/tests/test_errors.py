@@ -64,7 +64,12 @@ def test_each_error_status_of_the_server_is_its_own_class(client: Client, tmp_pa
     problem_of(e413.value, 413, "payload-too-large", chaperone.PayloadTooLargeError)
 
     with pytest.raises(chaperone.UnsupportedMediaTypeError) as e415:
-        client.request("POST", "/v1/embeddings", content=b"sequence=MKV", headers={"Content-Type": "application/x-www-form-urlencoded"})
+        client.request(
+            "POST",
+            "/v1/embeddings",
+            content=b"sequence=MKV",
+            headers={"Content-Type": "application/x-www-form-urlencoded"},
+        )
     problem_of(e415.value, 415, "unsupported-media-type", chaperone.UnsupportedMediaTypeError)
 
     with pytest.raises(chaperone.RangeNotSatisfiableError) as e416:
@@ -172,7 +177,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_a_server_that_cannot_be_reached_is_a_network_error_after_the_retries(client_log: Callable[[Any], Records]) -> None:
+def test_a_server_that_cannot_be_reached_is_a_network_error_after_the_retries(
+    client_log: Callable[[Any], Records],
+) -> None:
     log = client_log(lambda r: "retrying" in r.getMessage())
     url = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(chaperone.NetworkError) as e:
@@ -195,7 +202,10 @@ def test_an_edges_bot_filter_is_passed_as_the_interface_says(proxy: FailingProxy
     with Client(proxy.url) as c:
         assert c.health().status == "ok"
     agents = [s.user_agent for s in proxy.requests("/v1/health")]
-    assert agents == ["chaperone-python/" + chaperone.__version__, f"Mozilla/5.0 (compatible; chaperone-python/{chaperone.__version__})"]
+    assert agents == [
+        "chaperone-python/" + chaperone.__version__,
+        f"Mozilla/5.0 (compatible; chaperone-python/{chaperone.__version__})",
+    ]
     # An edge that refuses every client: 403 is raised, with what the edge said.
     proxy.refuse(lambda h: True)
     with pytest.raises(chaperone.ForbiddenError) as e403:
@@ -211,7 +221,9 @@ def test_a_key_that_is_not_valid_is_401_on_every_job_call(server_url: str) -> No
     assert bad.models().object == "catalog"  # discovery needs no key and ignores a bad one
 
 
-def test_a_proxys_503_is_waited_out_and_its_502_and_504_retried(proxy: FailingProxy, client_log: Callable[[Any], Records]) -> None:
+def test_a_proxys_503_is_waited_out_and_its_502_and_504_retried(
+    proxy: FailingProxy, client_log: Callable[[Any], Records]
+) -> None:
     log = client_log(lambda r: "waiting" in r.getMessage() or "retrying" in r.getMessage())
     proxy.fail(lambda path: path == "/v1/embeddings", 503, retry_after=1)
     proxy.fail(lambda path: path == "/v1/embeddings", 502)

@@ -71,7 +71,11 @@ def installed_size(root: Path) -> int:
 
 def distribution_size(name: str) -> int:
     dist = metadata.distribution(name)
-    return sum(Path(str(dist.locate_file(f))).stat().st_size for f in dist.files or [] if Path(str(dist.locate_file(f))).is_file())
+    return sum(
+        Path(str(dist.locate_file(f))).stat().st_size
+        for f in dist.files or []
+        if Path(str(dist.locate_file(f))).is_file()
+    )
 
 
 def requirements_of(name: str, seen: List[str]) -> List[str]:
@@ -110,13 +114,25 @@ def test_the_wheel_installs_and_imports_nothing_optional(wheel: Path, tmp_path: 
     sources = sum(p.stat().st_size for p in SOURCES)
     deps = requirements_of("httpx", [])
     deps_size = sum(distribution_size(d) for d in ["httpx", *deps])
-    FIGURES["installed package"] = f"{size / 1024:.0f} KiB with its bytecode ({sources / 1024:.0f} KiB of sources; wheel {wheel.stat().st_size / 1024:.0f} KiB)"
+    FIGURES["installed package"] = (
+        f"{size / 1024:.0f} KiB with its bytecode ({sources / 1024:.0f} KiB of sources; wheel {wheel.stat().st_size / 1024:.0f} KiB)"
+    )
     FIGURES["its required dependencies"] = f"httpx and {', '.join(deps)}: {deps_size / 1024 / 1024:.1f} MiB installed"
 
 
 def test_pip_installs_the_source_folder(tmp_path: Path) -> None:
     before = tree_state()
     target = tmp_path / "site"
-    sh(sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--target", str(target), str(PACKAGE))
+    sh(
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--no-deps",
+        "--no-build-isolation",
+        "--target",
+        str(target),
+        str(PACKAGE),
+    )
     assert (target / "chaperone" / "py.typed").exists()
     assert tree_state() == before, "installing wrote into the source folder"

@@ -21,18 +21,24 @@ def python_blocks(readme: Path) -> List[str]:
 
 READMES = {"chaperone": REPO / "README.md", "client": PACKAGE / "README.md"}
 # What each README's blocks leave behind when they ran, in the folder they ran in.
-LEFT = {"chaperone": ["run1/target_1.cif", "run1/target_1_sample_1.cif", "run1/results.json"],
-        "client": ["fold1/target_1.cif", "screen/results.json", "embeddings.png"]}
+LEFT = {
+    "chaperone": ["run1/target_1.cif", "run1/target_1_sample_1.cif", "run1/results.json"],
+    "client": ["fold1/target_1.cif", "screen/results.json", "embeddings.png"],
+}
 
 
 @pytest.mark.parametrize("name", list(READMES))
-def test_the_python_blocks_of_a_readme_run_as_written(name: str, server_url: str, keys: Dict[str, str], tmp_path: Path) -> None:
+def test_the_python_blocks_of_a_readme_run_as_written(
+    name: str, server_url: str, keys: Dict[str, str], tmp_path: Path
+) -> None:
     blocks = python_blocks(READMES[name])
     assert blocks, f"{READMES[name]} has no Python block"
     script = tmp_path / "readme.py"
     script.write_text("\n\n".join(blocks))
     env = {**os.environ, "CHAPERONE_URL": server_url, "CHAPERONE_API_KEY": keys["readme"], "MPLBACKEND": "Agg"}
-    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, f"{READMES[name]}'s Python blocks failed:\n{done.stdout}\n{done.stderr}"
     for path in LEFT[name]:
         assert (tmp_path / path).is_file(), f"{path} was not written:\n{done.stdout}"

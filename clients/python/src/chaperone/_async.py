@@ -5,7 +5,20 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Dict, Iterable, List, Literal, Mapping, Optional, Sequence, Union, overload
+from typing import (
+    Any,
+    AsyncIterator,
+    Awaitable,
+    Dict,
+    Iterable,
+    List,
+    Literal,
+    Mapping,
+    Optional,
+    Sequence,
+    Union,
+    overload,
+)
 
 import httpx
 
@@ -46,7 +59,13 @@ class AsyncClient:
         http_client: Optional[httpx.AsyncClient] = None,
     ) -> None:
         self.config = p.Config.resolve(
-            base_url, api_key, timeout=timeout, retries=retries, patience=patience, user_agent=user_agent, headers=headers
+            base_url,
+            api_key,
+            timeout=timeout,
+            retries=retries,
+            patience=patience,
+            user_agent=user_agent,
+            headers=headers,
         )
         self._own = http_client is None
         limits = httpx.Limits(max_connections=p.MAX_CONNECTIONS, max_keepalive_connections=p.MAX_CONNECTIONS)
@@ -104,7 +123,9 @@ class AsyncClient:
     async def _call(self, call: p.Call, opened: List[httpx.Response]) -> Any:
         cfg = self.config
         headers = cfg.request_headers(call)
-        req = self._http.build_request(call.method, cfg.url(call.path), content=call.body, headers=headers, timeout=cfg.timeout_for(call))
+        req = self._http.build_request(
+            call.method, cfg.url(call.path), content=call.body, headers=headers, timeout=cfg.timeout_for(call)
+        )
         try:
             res = await self._http.send(req, stream=True)
         except httpx.TransportError as e:
@@ -158,7 +179,13 @@ class AsyncClient:
     # The API ------------------------------------------------------------------------------
 
     async def request(
-        self, method: str, path: str, *, json: Any = None, content: Optional[bytes] = None, headers: Optional[Mapping[str, str]] = None
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        content: Optional[bytes] = None,
+        headers: Optional[Mapping[str, str]] = None,
     ) -> httpx.Response:
         """As ``Client.request``."""
         body = p.json_body(json) if json is not None else content
@@ -212,7 +239,11 @@ class AsyncClient:
         wait: Optional[float] = None,
     ) -> AsyncJob:
         """As ``Client.design``."""
-        body = p.body_of(dict(protocol=protocol, model=model, name=name, spec=spec, structure=structure, contig=contig, params=params))
+        body = p.body_of(
+            dict(
+                protocol=protocol, model=model, name=name, spec=spec, structure=structure, contig=contig, params=params
+            )
+        )
         return self._job(await self._run(p.create(self.config, "/v1/designs", body, idempotency_key, wait)))
 
     async def embed(
@@ -228,7 +259,9 @@ class AsyncClient:
         wait: Optional[float] = None,
     ) -> AsyncJob:
         """As ``Client.embed``."""
-        body = p.body_of(dict(model=model, name=name, sequence=sequence, sequences=sequences, input=input, params=params))
+        body = p.body_of(
+            dict(model=model, name=name, sequence=sequence, sequences=sequences, input=input, params=params)
+        )
         return self._job(await self._run(p.create(self.config, "/v1/embeddings", body, idempotency_key, wait)))
 
     async def job(self, job_id: str) -> AsyncJob:
@@ -246,7 +279,12 @@ class AsyncClient:
             yield self._job(data)
 
     async def wait_all(
-        self, jobs: Iterable[AsyncJob], *, timeout: Optional[float] = None, progress: ProgressArg = True, raise_on_failure: bool = False
+        self,
+        jobs: Iterable[AsyncJob],
+        *,
+        timeout: Optional[float] = None,
+        progress: ProgressArg = True,
+        raise_on_failure: bool = False,
     ) -> List[AsyncJob]:
         """Wait on the jobs concurrently until all have ended, and return them, updated:
         one long poll per job, up to 16 at once (as many as a server holds for one client;
@@ -306,14 +344,18 @@ class AsyncJob(JobState):
         cl = self._client
         return await cl._run(p.results(cl.config, self.id))
 
-    async def download(self, dir: Union[str, Path], *, archive: bool = False, artifacts: Optional[Iterable[str]] = None) -> Download:
+    async def download(
+        self, dir: Union[str, Path], *, archive: bool = False, artifacts: Optional[Iterable[str]] = None
+    ) -> Download:
         """As ``Job.download``."""
         cl, root = self._client, Path(dir)
         if archive:
             dest = root / f"{self.id}.zip"
             await cl._run(p.download(cl.config, self.links.get("archive") or p.job_path(self.id, "archive"), dest))
             return Download(root, archive=dest)
-        res, files = await cl._run(p.download_results(cl.config, self.id, root, None if artifacts is None else list(artifacts)))
+        res, files = await cl._run(
+            p.download_results(cl.config, self.id, root, None if artifacts is None else list(artifacts))
+        )
         return Download(root, res, files)
 
     async def embeddings(self) -> Embeddings:

@@ -51,12 +51,14 @@ class _Lines(Reporter):
 class _Bar(Reporter):
     def __init__(self, tqdm: Any, label: str, stream: IO[str]) -> None:
         self.label = label
-        self.bar = tqdm(total=100, desc=label, file=stream, leave=True, bar_format="{desc}: {percentage:3.0f}%|{bar}| [{elapsed}]")
+        self.bar = tqdm(
+            total=100, desc=label + ":", file=stream, leave=True, bar_format="{desc} {percentage:3.0f}%|{bar}| [{elapsed}]"
+        )
 
     def update(self, job: Dict[str, Any]) -> None:
         p = job.get("progress")
         n = 100 if job.get("status") == "succeeded" else int((p if isinstance(p, (int, float)) else 0) * 100)
-        self.bar.set_description_str(f"{self.label} {_state(job)}", refresh=False)
+        self.bar.set_description_str(f"{self.label}: {_state(job)}", refresh=False)
         self.bar.update(n - self.bar.n)
 
     def close(self) -> None:
@@ -70,7 +72,11 @@ class _ManyLines(Reporter):
     def update(self, job: Dict[str, Any]) -> None:
         if job.get("status") in TERMINAL:
             self.ended += 1
-            print(f"chaperone: {self.ended}/{self.total} jobs finished (job {job.get('id')} {job.get('status')})", file=self.stream, flush=True)
+            print(
+                f"chaperone: {self.ended}/{self.total} jobs finished (job {job.get('id')} {job.get('status')})",
+                file=self.stream,
+                flush=True,
+            )
 
 
 class _ManyBar(Reporter):

@@ -226,7 +226,12 @@ def send(cfg: Config, call: Call) -> Op[Answer]:
                 # client, not the request: the interface's remedy is the identical request
                 # with a browser-like User-Agent, once.
                 call.headers["User-Agent"] = BROWSER_AGENT.format(agent=cfg.user_agent)
-                log.info("%s %s: 403 from an edge's bot filter; again as %s", call.method, call.path, call.headers["User-Agent"])
+                log.info(
+                    "%s %s: 403 from an edge's bot filter; again as %s",
+                    call.method,
+                    call.path,
+                    call.headers["User-Agent"],
+                )
                 continue
             if outcome.status not in RETRYABLE:
                 raise err
@@ -237,7 +242,12 @@ def send(cfg: Config, call: Call) -> Op[Answer]:
                 delay = err.retry_after + random.uniform(0, err.retry_after / 10)
                 log.warning(
                     "%s %s: %d %s; waiting %.1f s as the server asks (patience left %.0f s)",
-                    call.method, call.path, err.status, err.detail or err.title, delay, cfg.patience - announced,
+                    call.method,
+                    call.path,
+                    err.status,
+                    err.detail or err.title,
+                    delay,
+                    cfg.patience - announced,
                 )
             else:
                 failures += 1
@@ -279,7 +289,9 @@ def create(cfg: Config, path: str, body: Mapping[str, Any], key: Optional[str], 
     return (yield from call_json(cfg, "POST", path, body=json_body(body), headers=headers, hold=hold))
 
 
-def wait(cfg: Config, job: Dict[str, Any], timeout: Optional[float], poll: float, report: Callable[[Dict[str, Any]], None]) -> Op[Dict[str, Any]]:
+def wait(
+    cfg: Config, job: Dict[str, Any], timeout: Optional[float], poll: float, report: Callable[[Dict[str, Any]], None]
+) -> Op[Dict[str, Any]]:
     """Long-poll the job with Prefer: wait until it is terminal. ``poll`` is the longest
     hold asked for (at most 60 s); the server answers as soon as the job ends."""
     start = time.monotonic()
@@ -442,7 +454,9 @@ def download(cfg: Config, path: str, dest: Path) -> Op[int]:
                 break
             fruitless = 0 if written else fruitless + 1
             if fruitless > cfg.retries:
-                raise NetworkError("GET", cfg.url(path), fruitless, f"download cut short at {have} bytes: {_reason(error)}") from error
+                raise NetworkError(
+                    "GET", cfg.url(path), fruitless, f"download cut short at {have} bytes: {_reason(error)}"
+                ) from error
             log.info("GET %s: cut short at %d bytes (%s); resuming", path, have, _reason(error))
             if fruitless:
                 yield Sleep(cfg.backoff_delay(fruitless))
@@ -469,18 +483,25 @@ def _content_range(value: str) -> Tuple[int, int]:
 def _unsatisfied_length(value: str) -> int:
     """The length in the "bytes */length" of a 416; -1 when it is not that."""
     prefix = "bytes */"
-    return int(value[len(prefix):]) if value.startswith(prefix) and value[len(prefix):].isdigit() else -1
+    return int(value[len(prefix) :]) if value.startswith(prefix) and value[len(prefix) :].isdigit() else -1
 
 
 def local_path(root: Path, artifact_path: str) -> Path:
     """Where an artifact goes under root: at its path, which must stay inside root."""
     parts = artifact_path.split("/")
-    if not artifact_path or artifact_path.startswith("/") or any(p in ("", ".", "..") for p in parts) or "\\" in artifact_path:
+    if (
+        not artifact_path
+        or artifact_path.startswith("/")
+        or any(p in ("", ".", "..") for p in parts)
+        or "\\" in artifact_path
+    ):
         raise ChaperoneError(f"refusing the artifact path {artifact_path!r}: it would leave the download folder")
     return root.joinpath(*parts)
 
 
-def download_results(cfg: Config, job_id: str, root: Path, only: Optional[List[str]]) -> Op[Tuple[Results, Dict[str, Path]]]:
+def download_results(
+    cfg: Config, job_id: str, root: Path, only: Optional[List[str]]
+) -> Op[Tuple[Results, Dict[str, Path]]]:
     """Save results.json and every artifact (or those in only) at its path under root."""
     res = yield from results(cfg, job_id)
     root.mkdir(parents=True, exist_ok=True)
@@ -494,7 +515,9 @@ def download_results(cfg: Config, job_id: str, root: Path, only: Optional[List[s
         yield from download(cfg, a.url or job_path(job_id, "artifacts", a.path), dest)
         files[a.path] = dest
     if wanted is not None and wanted - set(files):
-        raise NotFoundError(404, title="Not Found", detail=f"the results list no artifact {sorted(wanted - set(files))}")
+        raise NotFoundError(
+            404, title="Not Found", detail=f"the results list no artifact {sorted(wanted - set(files))}"
+        )
     return res, files
 
 

@@ -28,7 +28,6 @@ from ._types import (
 )
 
 
-
 class Client:
     """A client of one chaperone server (or any server of its API).
 
@@ -55,7 +54,13 @@ class Client:
         http_client: Optional[httpx.Client] = None,
     ) -> None:
         self.config = p.Config.resolve(
-            base_url, api_key, timeout=timeout, retries=retries, patience=patience, user_agent=user_agent, headers=headers
+            base_url,
+            api_key,
+            timeout=timeout,
+            retries=retries,
+            patience=patience,
+            user_agent=user_agent,
+            headers=headers,
         )
         self._own = http_client is None
         limits = httpx.Limits(max_connections=p.MAX_CONNECTIONS, max_keepalive_connections=p.MAX_CONNECTIONS)
@@ -111,7 +116,9 @@ class Client:
     def _call(self, call: p.Call, opened: List[httpx.Response]) -> Any:
         cfg = self.config
         headers = cfg.request_headers(call)
-        req = self._http.build_request(call.method, cfg.url(call.path), content=call.body, headers=headers, timeout=cfg.timeout_for(call))
+        req = self._http.build_request(
+            call.method, cfg.url(call.path), content=call.body, headers=headers, timeout=cfg.timeout_for(call)
+        )
         try:
             res = self._http.send(req, stream=True)
         except httpx.TransportError as e:
@@ -165,7 +172,13 @@ class Client:
     # The API ------------------------------------------------------------------------------
 
     def request(
-        self, method: str, path: str, *, json: Any = None, content: Optional[bytes] = None, headers: Optional[Mapping[str, str]] = None
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        content: Optional[bytes] = None,
+        headers: Optional[Mapping[str, str]] = None,
     ) -> httpx.Response:
         """Make any call of the API with this client's address, key, retries and errors:
         for what has no method of its own. ``path`` is under the base URL (``/v1/...``).
@@ -230,7 +243,11 @@ class Client:
         """``POST /v1/designs``: design binders or proteins. The ``protocol`` implies the
         model: the BoltzGen protocols take a YAML ``spec``, the ``rfd3-*`` ones a
         ``structure`` (PDB or mmCIF text) and a ``contig``. Otherwise as ``predict``."""
-        body = p.body_of(dict(protocol=protocol, model=model, name=name, spec=spec, structure=structure, contig=contig, params=params))
+        body = p.body_of(
+            dict(
+                protocol=protocol, model=model, name=name, spec=spec, structure=structure, contig=contig, params=params
+            )
+        )
         return self._job(self._run(p.create(self.config, "/v1/designs", body, idempotency_key, wait)))
 
     def embed(
@@ -249,7 +266,9 @@ class Client:
         ``sequence``, ``sequences`` (strings, or ``{"id": ..., "sequence": ...}``) or
         ``input`` (FASTA). ``params``: ``pool`` (mean, max, cls), ``format`` (npz,
         parquet), ``fast``. Otherwise as ``predict``."""
-        body = p.body_of(dict(model=model, name=name, sequence=sequence, sequences=sequences, input=input, params=params))
+        body = p.body_of(
+            dict(model=model, name=name, sequence=sequence, sequences=sequences, input=input, params=params)
+        )
         return self._job(self._run(p.create(self.config, "/v1/embeddings", body, idempotency_key, wait)))
 
     def job(self, job_id: str) -> Job:
@@ -268,7 +287,12 @@ class Client:
             yield self._job(data)
 
     def wait_all(
-        self, jobs: Iterable[Job], *, timeout: Optional[float] = None, progress: ProgressArg = True, raise_on_failure: bool = False
+        self,
+        jobs: Iterable[Job],
+        *,
+        timeout: Optional[float] = None,
+        progress: ProgressArg = True,
+        raise_on_failure: bool = False,
     ) -> List[Job]:
         """Wait until every job has ended and return them, updated. Each job is long-polled
         in turn; a job that ended while another was awaited answers at once, so this takes
@@ -340,7 +364,9 @@ class Job(JobState):
         cl = self._client
         return cl._run(p.results(cl.config, self.id))
 
-    def download(self, dir: Union[str, Path], *, archive: bool = False, artifacts: Optional[Iterable[str]] = None) -> Download:
+    def download(
+        self, dir: Union[str, Path], *, archive: bool = False, artifacts: Optional[Iterable[str]] = None
+    ) -> Download:
         """Save the results under ``dir``: results.json and every artifact at its path (or
         only the artifact paths given), or with ``archive=True`` the whole zip as
         ``<dir>/<job id>.zip``. A download broken off resumes where it stopped (Range with
@@ -351,7 +377,9 @@ class Job(JobState):
             dest = root / f"{self.id}.zip"
             cl._run(p.download(cl.config, self.links.get("archive") or p.job_path(self.id, "archive"), dest))
             return Download(root, archive=dest)
-        res, files = cl._run(p.download_results(cl.config, self.id, root, None if artifacts is None else list(artifacts)))
+        res, files = cl._run(
+            p.download_results(cl.config, self.id, root, None if artifacts is None else list(artifacts))
+        )
         return Download(root, res, files)
 
     def embeddings(self) -> Embeddings:
@@ -362,7 +390,11 @@ class Job(JobState):
         res = cl._run(p.results(cl.config, self.id))
         if not isinstance(res, EmbeddingResults):
             raise ValueError(f"job {self.id} is a {res.kind} job, not an embedding")
-        blobs = {a.path: cl._run(p.fetch_bytes(cl.config, a.url)) for a in res.artifacts if a.path in {s.file for s in res.sequences}}
+        blobs = {
+            a.path: cl._run(p.fetch_bytes(cl.config, a.url))
+            for a in res.artifacts
+            if a.path in {s.file for s in res.sequences}
+        }
         return embeddings_from_files(res, blobs.__getitem__)
 
     @overload
