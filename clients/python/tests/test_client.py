@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import re
 import sys
 from pathlib import Path
@@ -57,6 +58,8 @@ def test_a_job_whose_every_target_failed_raises_with_the_engines_words(client: C
     with pytest.raises(JobFailedError) as failed:
         job.wait(progress=False)
     assert failed.value.job is job and job.status == "failed" and job.error and job.error in str(failed.value)
+    again = pickle.loads(pickle.dumps(failed.value))  # a pipeline's worker process hands it on
+    assert str(again) == str(failed.value) and again.job.id == job.id and again.job.error == job.error
     assert job.wait(progress=False, raise_on_failure=False).status == "failed"
     with pytest.raises(ResultsNotReadyError, match="failed"):
         job.results()

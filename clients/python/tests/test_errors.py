@@ -185,6 +185,7 @@ def test_a_server_that_cannot_be_reached_is_a_network_error_after_the_retries(
     with pytest.raises(chaperone.NetworkError) as e:
         Client(url, retries=2).health()
     assert e.value.attempts == 3 and url in str(e.value) and e.value.__cause__ is not None
+    assert str(pickle.loads(pickle.dumps(e.value))) == str(e.value)
     assert len([r for r in log.records if "retrying" in r.getMessage()]) == 2
 
     async def main() -> None:

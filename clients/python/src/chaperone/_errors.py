@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Type
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple, Type
 
 if TYPE_CHECKING:
     from ._types import JobState
@@ -11,6 +11,11 @@ if TYPE_CHECKING:
 
 class ChaperoneError(Exception):
     """Everything the client raises derives from this."""
+
+    _args: Tuple[Any, ...] = ()
+
+    def __reduce__(self) -> Any:  # pickles with the arguments it was made with
+        return (type(self), self._args or self.args)
 
 
 class APIError(ChaperoneError):
@@ -193,11 +198,20 @@ ERRORS: Dict[int, Type[APIError]] = {
 }
 
 
+def _data(job: JobState) -> JobState:
+    """The job's fields alone, without the client a Job calls through: what an exception
+    keeps, so that it pickles (a pipeline's worker process hands it to its parent)."""
+    from ._types import JobState, build
+
+    return build(JobState, job.to_dict())
+
+
 class NetworkError(ChaperoneError):
     """No complete answer on any attempt: the server could not be reached, or the connection
     broke before the answer was whole. ``__cause__`` is the last failure."""
 
     def __init__(self, method: str, url: str, attempts: int, reason: str) -> None:
+        self._args = (method, url, attempts, reason)
         self.method, self.url, self.attempts, self.reason = method, url, attempts, reason
         tries = f" ({attempts} attempts)" if attempts > 1 else ""
         super().__init__(f"{method} {url}: {reason}{tries}")
@@ -208,6 +222,7 @@ class JobFailedError(ChaperoneError):
     the engine's message."""
 
     def __init__(self, job: JobState) -> None:
+        self._args = (_data(job),)
         self.job = job
         why = f": {job.error}" if job.error else ""
         super().__init__(f"job {job.id} {job.status}{why}")
@@ -218,6 +233,7 @@ class ResultsNotReadyError(ChaperoneError):
     then. Wait for the job first."""
 
     def __init__(self, job_id: str, status: str) -> None:
+        self._args = (job_id, status)
         self.job_id, self.status = job_id, status
         super().__init__(f"the results of job {job_id} are not ready: it is {status}")
 
@@ -226,6 +242,7 @@ class WaitTimeout(ChaperoneError, TimeoutError):
     """``wait(timeout=...)`` ran out before the job finished; ``job`` is its last state."""
 
     def __init__(self, job: JobState, timeout: float) -> None:
+        self._args = (_data(job), timeout)
         self.job = job
         super().__init__(f"job {job.id} is still {job.status} after {timeout:g} s")
 
