@@ -118,6 +118,19 @@ def test_parquet_embeddings_hold_the_same_pooled_vectors_and_no_per_residue_ones
     assert pq.results().to_dataframe()["file"].tolist() == ["embeddings.parquet"] * 2
 
 
+def test_a_helper_whose_optional_package_is_missing_says_how_to_install_it(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job = client.embed("MKV", model="esmc-300m", wait=60)
+    results = job.results()
+    monkeypatch.setitem(sys.modules, "pandas", None)  # as if it were not installed
+    with pytest.raises(ImportError, match=r"pip install 'chaperone-client\[pandas\]'"):
+        results.to_dataframe()
+    monkeypatch.setitem(sys.modules, "numpy", None)
+    with pytest.raises(ImportError, match=r"pip install 'chaperone-client\[numpy\]'"):
+        job.embeddings()
+
+
 def test_logs_followed_arrive_while_the_job_runs_and_add_up_to_the_whole_log(client: Client) -> None:
     job = client.design("protein-anything", spec=SLOW_SPEC, params={"num_designs": 20, "budget": 2})
     chunks = list(job.logs(follow=True, poll=1))
