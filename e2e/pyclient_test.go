@@ -56,11 +56,11 @@ func pyclientPython(t *testing.T, dir string) string {
 		out, err = exec.Command(python, "-c", "import pytest, httpx, numpy, pandas, pyarrow, mypy, tqdm, build, matplotlib").CombinedOutput()
 	}
 	if err != nil {
-		msg := "the Python client's test environment is missing (%v %s); make it with: python3 clients/python/tools/testenv.py"
+		msg := "the Python client's test environment is missing (%v; %s); make it with: python3 clients/python/tools/testenv.py"
 		if os.Getenv("CI") != "" || os.Getenv("CHAPERONE_TEST_PYCLIENT") == "required" {
-			t.Fatalf(msg, err, out)
+			t.Fatalf(msg, err, bytes.TrimSpace(out))
 		}
-		t.Skipf(msg, err, out)
+		t.Skipf(msg, err, bytes.TrimSpace(out))
 	}
 	return python
 }
