@@ -373,7 +373,7 @@ func TestAQueuedJobSaysWhyItWaits(t *testing.T) {
 	key, _ := s.issueKey("other")
 	s.predict("hang", "X-API-Key: "+key)
 	waiting := s.predict("ok")
-	// The worker reports its busy slots with its heartbeat.
+	// The slots count as busy from their leases.
 	j := s.waitFor(waiting, 10*time.Second, func(j map[string]any) bool { return j["queue"] != nil })
 	mustf(t, j["status"] == "queued" && j["waiting_for_device"] == true, "job %v: want queued and waiting_for_device", j)
 	q, _ := j["queue"].(map[string]any)

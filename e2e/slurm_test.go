@@ -154,6 +154,9 @@ func TestSlurmJobWaitsInSlurmThenRunsThere(t *testing.T) {
 	j := s.waitFor(id, 20*time.Second, func(j map[string]any) bool { return j["queue"] != nil })
 	mustf(t, j["status"] == "queued" && j["stage"] == nil && j["started_at"] == nil && j["waiting_for_device"] == true &&
 		j["queue"].(map[string]any)["reason"] == "scheduler", "a job held in Slurm: %v", j)
+	// The job it holds in Slurm takes one of the executor's 8 slots.
+	slots := workerSlots(t, string(s.get("/metrics").expect(http.StatusOK).Body))
+	mustf(t, slots["busy"] == 1 && slots["idle"] == 7, "worker slots %v while Slurm holds the job, want 1 of 8 busy", slots)
 	ids := slurmJobs(t, id)
 	mustf(t, len(ids) == 1, "Slurm jobs of %s: %v", id, ids)
 	eventually(t, 10*time.Second, "the pending reason in the log", func() bool {

@@ -19,7 +19,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/chaperone-bio/chaperone/engine"
@@ -59,10 +58,9 @@ type Config struct {
 
 // Worker runs jobs from a queue until its context ends.
 type Worker struct {
-	cfg  Config
-	log  *slog.Logger
-	busy atomic.Int32
-	wg   sync.WaitGroup
+	cfg Config
+	log *slog.Logger
+	wg  sync.WaitGroup
 	// leasing ends when the worker stops taking work: at Drain, or when its context ends.
 	leasing     context.Context
 	stopLeasing context.CancelFunc
@@ -210,7 +208,7 @@ func (w *Worker) announce(ctx context.Context) error {
 	loaded := w.loadedModels()
 	w.mu.Lock()
 	a := Announcement{WorkerID: w.cfg.ID, Models: w.avail.Models, Missing: w.avail.Missing, Loaded: loaded,
-		Slots: w.cfg.Slots, Busy: int(w.busy.Load())}
+		Slots: w.cfg.Slots}
 	w.mu.Unlock()
 	t, err := Announce(ctx, w.cfg.Queue, a)
 	if err != nil {
@@ -293,9 +291,7 @@ func (w *Worker) slot(ctx context.Context, s *slotState) {
 		if l == nil {
 			continue
 		}
-		w.busy.Add(1)
 		w.run(ctx, l, s)
-		w.busy.Add(-1)
 	}
 }
 

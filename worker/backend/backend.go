@@ -85,7 +85,7 @@ func (q *Queue) Timing() worker.Timing {
 
 func (q *Queue) Announce(ctx context.Context, a worker.Announcement) (worker.Timing, error) {
 	err := q.cfg.Store.PutWorker(ctx, store.Worker{ID: a.WorkerID, Models: a.Models, Missing: a.Missing,
-		Loaded: a.Loaded, Slots: a.Slots, Busy: a.Busy, SeenAt: q.cfg.Now()})
+		Loaded: a.Loaded, Slots: a.Slots, SeenAt: q.cfg.Now()})
 	return q.Timing(), err
 }
 

@@ -54,6 +54,7 @@ func Run(t *testing.T, transport Transport) {
 		{"SucceededAttemptKeepsItsFiles", testSucceededAttemptKeepsItsFiles},
 		{"InvalidCompletion", testInvalidCompletion},
 		{"LogSentAgain", testLogSentAgain},
+		{"BusySlots", testBusySlots},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

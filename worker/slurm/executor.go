@@ -247,9 +247,8 @@ func (e *Executor) leaseTiming() worker.Timing {
 }
 
 func (e *Executor) announce(ctx context.Context) error {
-	busy := e.busy()
 	e.mu.Lock()
-	a := worker.Announcement{WorkerID: e.cfg.WorkerID, Models: e.models, Missing: e.missing, Slots: e.cfg.Slots, Busy: busy}
+	a := worker.Announcement{WorkerID: e.cfg.WorkerID, Models: e.models, Missing: e.missing, Slots: e.cfg.Slots}
 	e.mu.Unlock()
 	t, err := worker.Announce(ctx, e.cfg.Queue, a)
 	if err != nil {
