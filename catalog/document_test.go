@@ -124,6 +124,7 @@ func TestDocumentLimits(t *testing.T) {
 		"active_jobs_per_owner": 16, "creates_per_owner_per_minute": 60, "queued_jobs": 1000, "retained_jobs": 1000,
 		"list_default": 20, "list_max": 100, "wait_default_seconds": 25, "wait_max_seconds": 60,
 		"boltzgen_designs_per_job": 1000, "rfd3_designs_per_job": 100, "name_chars": 256,
+		"connections_per_client": 64, "held_waits_per_client": 16,
 		"predict_runtime_seconds": 3600, "design_runtime_seconds": 14400, "embed_runtime_seconds": 600, "stall_seconds": 900,
 	}
 	for k, v := range want {

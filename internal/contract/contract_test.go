@@ -149,7 +149,7 @@ func catalog() []byte {
 		"embed_sequences_per_job", "embed_residues_per_sequence", "request_body_bytes",
 		"active_jobs_per_owner", "creates_per_owner_per_minute", "queued_jobs", "retained_jobs",
 		"list_default", "list_max", "wait_default_seconds", "wait_max_seconds",
-		"boltzgen_designs_per_job", "rfd3_designs_per_job", "name_chars", "predict_runtime_seconds",
+		"boltzgen_designs_per_job", "rfd3_designs_per_job", "name_chars", "connections_per_client", "held_waits_per_client", "predict_runtime_seconds",
 		"design_runtime_seconds", "embed_runtime_seconds", "stall_seconds"} {
 		limits[k] = 1
 	}
