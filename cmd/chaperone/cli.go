@@ -68,7 +68,7 @@ func (f *commonFlags) connect(stdout, stderr io.Writer) (*cli, error) {
 		return nil, usageError{errors.New("--retries must be 0 or more")}
 	}
 	opts := []client.Option{
-		client.WithUserAgent("chaperone-cli/" + version),
+		client.WithUserAgent("chaperone-cli/" + release(buildInfo())),
 		client.WithRetry(client.Retry{Attempts: f.retries + 1, Backoff: f.retryDelay, Patience: f.patience}),
 	}
 	key := f.apiKey

@@ -133,7 +133,7 @@ func (d dispatcher) group(path []*command, args, handedOn []string) int {
 	case err != nil:
 		return d.badCommandLine(path, err)
 	case showVersion:
-		fmt.Fprintln(d.stdout, version)
+		fmt.Fprintln(d.stdout, versionLine(buildInfo()))
 		return exitOK
 	}
 	flags := args[:len(args)-fs.NArg()]

@@ -98,8 +98,8 @@ func TestHelpListsEveryCommandButHiddenOnes(t *testing.T) {
 func TestVersion(t *testing.T) {
 	for _, args := range [][]string{{"--version"}, {"-version"}, {"version"}} {
 		code, stdout, stderr := chaperone(t, args...)
-		if code != 0 || stdout != version+"\n" || stderr != "" {
-			t.Errorf("chaperone %v: exit %d, stdout %q, stderr %q; want 0, %q and nothing", args, code, stdout, stderr, version+"\n")
+		if want := versionLine(buildInfo()) + "\n"; code != 0 || stdout != want || stderr != "" {
+			t.Errorf("chaperone %v: exit %d, stdout %q, stderr %q; want 0, %q and nothing", args, code, stdout, stderr, want)
 		}
 	}
 }
