@@ -58,9 +58,10 @@ type Config struct {
 
 // Worker runs jobs from a queue until its context ends.
 type Worker struct {
-	cfg Config
-	log *slog.Logger
-	wg  sync.WaitGroup
+	cfg     Config
+	log     *slog.Logger
+	refusal Refusal
+	wg      sync.WaitGroup
 	// leasing ends when the worker stops taking work: at Drain, or when its context ends.
 	leasing     context.Context
 	stopLeasing context.CancelFunc
@@ -126,6 +127,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	if err := w.announce(ctx); err != nil {
 		return fmt.Errorf("worker: announcing: %w", err)
 	}
+	ctx = w.refusal.Arm(ctx)
 	w.leasing, w.stopLeasing = context.WithCancel(ctx)
 	for _, s := range w.slots {
 		w.running.Add(1)
@@ -138,6 +140,10 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.wg.Go(func() { w.keepChecking(ctx) })
 	return nil
 }
+
+// Stopped is closed when the worker stopped on its own, the server having refused its
+// token; Wait then returns ErrRevoked.
+func (w *Worker) Stopped() <-chan struct{} { return w.refusal.Stopped() }
 
 // Drain stops the worker taking work and returns once the jobs it runs have ended, or with
 // ctx's error when ctx ends first. The worker still renews its leases meanwhile; ending its
@@ -162,8 +168,13 @@ func (w *Worker) Drain(ctx context.Context) error {
 // stopped and handed back to the queue at once rather than after their lease expires,
 // without counting against their attempt limit (the worker stopped them; they did nothing
 // wrong), and the slots' sessions were closed.
+// A worker the server refused hands nothing back (it would be refused too) and returns
+// ErrRevoked.
 func (w *Worker) Wait() error {
 	w.wg.Wait()
+	if err := w.refusal.Err(); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := w.cfg.Queue.HandBack(ctx, w.cfg.ID); err != nil {
@@ -251,7 +262,7 @@ func (w *Worker) keepAnnouncing(ctx context.Context) {
 			return
 		case <-announce.C:
 		}
-		if err := w.announce(ctx); err != nil && ctx.Err() == nil {
+		if err := w.announce(ctx); err != nil && ctx.Err() == nil && !w.refusal.Check(err) {
 			w.log.Warn("worker heartbeat failed", "error", err.Error())
 		}
 		announce.Reset(w.leaseTiming().LeaseTTL / 3)
@@ -281,7 +292,7 @@ func (w *Worker) slot(ctx context.Context, s *slotState) {
 	for w.leasing.Err() == nil {
 		l, err := w.cfg.Queue.Lease(w.leasing, LeaseRequest{WorkerID: w.cfg.ID, Models: w.models(),
 			Loaded: w.loadedModels(), Wait: w.cfg.LeaseWait})
-		if err != nil && w.leasing.Err() == nil {
+		if err != nil && w.leasing.Err() == nil && !w.refusal.Check(err) {
 			w.log.Warn("lease failed", "error", err.Error())
 			select {
 			case <-time.After(leaseRetry):
@@ -579,7 +590,7 @@ func (w *Worker) heartbeat(ctx context.Context, stop context.CancelCauseFunc, j 
 		case errors.Is(err, job.ErrLeaseLost):
 			stop(errLeaseLost)
 			return
-		case ctx.Err() != nil:
+		case ctx.Err() != nil, w.refusal.Check(err):
 		case time.Since(renewed) >= timing.LeaseTTL:
 			w.log.Warn("cut off from the server for longer than the lease lasts; stopping the job", "job", j.ID, "error", err.Error())
 			stop(errLeaseLost)
