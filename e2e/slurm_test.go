@@ -317,6 +317,8 @@ func TestSlurmPreemptionIsALostAttempt(t *testing.T) {
 	log := s.logOf(id)
 	mustf(t, strings.Contains(log, "== chaperone: Slurm job "+first[0]+" ended PREEMPTED; the job goes back to the queue ==") &&
 		strings.Contains(log, "attempt 2 of predict job "+id), "log:\n%s", log)
+	// Its lease runs out, and the server closes the attempt: lost.
+	s.everyAttemptEnds(id, "attempt 1 lost: nothing renewed its lease for 10s", "job succeeded in")
 	second, err := exec.Command("squeue", "-h", "-t", "all", "-n", "chaperone-"+id+"-2", "-o", "%i").Output()
 	mustf(t, err == nil && len(strings.Fields(string(second))) == 1, "Slurm jobs of attempt 2: %q %v", second, err)
 }
