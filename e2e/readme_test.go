@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -153,10 +155,8 @@ func TestREADMERunsAsWritten(t *testing.T) {
 		ran++
 		text := strings.NewReplacer("localhost:8080", server, "127.0.0.1:8080", server).Replace(b.text)
 		before := len(p.requests())
-		cmd := exec.Command("bash", "-e", "-o", "pipefail", "-c", text)
-		cmd.Dir, cmd.Env = dir, env
 		start := time.Now()
-		out, err := cmd.CombinedOutput()
+		out, err := runBlock(t, dir, env, text)
 		if err != nil {
 			t.Errorf("%s: the block failed (%v):\n%s\noutput:\n%s", where, err, b.text, out)
 			continue
@@ -171,4 +171,21 @@ func TestREADMERunsAsWritten(t *testing.T) {
 	}
 	t.Logf("README: %d shell blocks ran, %d are run by the real-package tier, %d are marked not run with why", ran, tier, notRun)
 	mustf(t, ran > 0, "no block of the README ran")
+}
+
+// runBlock runs a README block with bash in dir, in a process group of its own that it
+// ends afterwards, so that a server the block started in the background does not outlive it.
+func runBlock(t *testing.T, dir string, env []string, text string) (string, error) {
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", "-c", text)
+	cmd.Dir, cmd.Env = dir, env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// A server the block left running holds the output open: stop reading once bash has
+	// exited, rather than wait for it.
+	cmd.WaitDelay = 10 * time.Second
+	out, err := cmd.CombinedOutput()
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	return string(out), err
 }

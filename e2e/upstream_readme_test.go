@@ -1,13 +1,10 @@
 package e2e
 
 import (
-	"context"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -72,25 +69,8 @@ func TestUpstreamREADMEOnACPU(t *testing.T) {
 	}
 	for i, b := range blocks {
 		start := time.Now()
-		out, err := runBlock(t, b, dir, env, strings.NewReplacer("localhost:8080", addr).Replace(b.text))
+		out, err := runBlock(t, dir, env, strings.NewReplacer("localhost:8080", addr).Replace(b.text))
 		mustf(t, err == nil && checks[i](out), "README.md:%d: %v\n%s\noutput:\n%s", b.line, err, b.text, realtools.LastLines(out, 40))
 		t.Logf("README.md:%d ran in %.0f s", b.line, time.Since(start).Seconds())
 	}
-}
-
-// runBlock runs a README block with bash in dir, in a process group of its own that it
-// ends afterwards, so that a server the block started in the background does not outlive it.
-func runBlock(t *testing.T, b readmeBlock, dir string, env []string, text string) (string, error) {
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", "-c", text)
-	cmd.Dir, cmd.Env = dir, env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	// A server the block left running holds the output open: stop reading once bash has
-	// exited, rather than wait for it.
-	cmd.WaitDelay = 10 * time.Second
-	out, err := cmd.CombinedOutput()
-	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	return string(out), err
 }
