@@ -3,8 +3,15 @@ GO ?= go
 
 .PHONY: build test bench realtools
 
+# OUT is the binary built. The commit of the git checkout goes into it (chaperone --version
+# shows it); outside a checkout it is left out.
+OUT ?= chaperone
+COMMIT = $(shell git rev-parse HEAD 2>/dev/null)
+COMMIT_DATE = $(shell git log -1 --format=%cs 2>/dev/null)
+MODIFIED = $(if $(shell git status --porcelain --untracked-files=no 2>/dev/null),true)
+
 build:
-	$(GO) build -o chaperone ./cmd/chaperone
+	$(GO) build -ldflags "-X main.commit=$(COMMIT) -X main.commitDate=$(COMMIT_DATE) -X main.modified=$(MODIFIED)" -o $(OUT) ./cmd/chaperone
 
 test:
 	$(GO) test ./...

@@ -5,15 +5,11 @@ import (
 	"sync"
 )
 
-// Per-client bounds: a client is an IPv4 address or an IPv6 /64, the block one subscriber
-// usually holds, so that rotating through its own addresses buys it nothing.
-const (
-	defaultConnsPerClient = 64 // open connections of one client; more are refused with a 429
-	defaultHeldPerClient  = 16 // of which held by Prefer: wait; more are answered at once
-)
-
-// clientGroup is the key a client's bounds and, for keyless callers, its jobs are kept
-// under: the address itself for IPv4, its /64 for IPv6.
+// clientGroup is the key a client's bounds (the limits connections_per_client, over which a
+// connection is refused with a 429, and held_waits_per_client, over which a wait is
+// answered at once) and, for keyless callers, its jobs are kept under: the address itself
+// for IPv4, its /64 for IPv6, the block one subscriber usually holds, so that rotating
+// through its own addresses buys it nothing.
 func clientGroup(a netip.Addr) string {
 	if a.Is6() && !a.Is4In6() {
 		p, _ := a.Prefix(64)

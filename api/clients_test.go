@@ -28,7 +28,7 @@ func TestClientGroup(t *testing.T) {
 
 func TestConnectionsPerClientAreBounded(t *testing.T) {
 	t.Parallel()
-	hs := newHoldServerWith(t, false, func(c *Config) { c.ConnsPerClient = 2 })
+	hs := newHoldServerWith(t, false, func(c *Config) { c.Catalog.Limits.ConnectionsPerClient = 2 })
 	addr := strings.TrimPrefix(hs.url, "http://")
 	dial := func() net.Conn {
 		c, err := net.Dial("tcp", addr)
@@ -82,7 +82,7 @@ func TestConnectionsPerClientAreBounded(t *testing.T) {
 
 func TestHeldWaitsPerClientAreBounded(t *testing.T) {
 	t.Parallel()
-	hs := newHoldServerWith(t, false, func(c *Config) { c.HeldPerClient = 1 })
+	hs := newHoldServerWith(t, false, func(c *Config) { c.Catalog.Limits.HeldWaitsPerClient = 1 })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	held := hs.get(ctx, &http.Client{}, "wait=30")

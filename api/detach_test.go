@@ -58,7 +58,9 @@ func newHoldServerWith(t *testing.T, opaque bool, configure func(*Config)) *hold
 	}
 	hs := &holdServer{t: t, st: st, jobID: j.ID}
 	// Every hold of these tests comes from one client: lift the per-client bounds.
-	cfg := Config{Catalog: catalog.New(catalog.DefaultLimits()), Store: st, Artifacts: arts, ConnsPerClient: 1 << 12, HeldPerClient: 1 << 12,
+	limits := catalog.DefaultLimits()
+	limits.ConnectionsPerClient, limits.HeldWaitsPerClient = 1<<12, 1<<12
+	cfg := Config{Catalog: catalog.New(limits), Store: st, Artifacts: arts,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), WorkerTTL: time.Hour}
 	configure(&cfg)
 	hs.srv = New(cfg)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chaperone-bio/chaperone/api/problem"
+	"github.com/chaperone-bio/chaperone/artifact"
 	"github.com/chaperone-bio/chaperone/catalog"
 	"github.com/chaperone-bio/chaperone/job"
 	"github.com/chaperone-bio/chaperone/store"
@@ -404,10 +405,16 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 }
 
 // cancelJob and deleteJob need no read of their own: the store checks the owner in the
-// same write, and another owner's job is not found there either.
+// same write, and another owner's job is not found there either. A cancel reads the job
+// first all the same, to close the run log of an attempt it ends.
 func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) {
 	id, owner, ok := s.jobOfPath(w, r)
 	if !ok {
+		return
+	}
+	before, err := s.store.GetJobSummary(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	j, err := s.store.CancelJob(r.Context(), id, owner, s.now().UTC())
@@ -415,7 +422,20 @@ func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if before.Status == job.Running {
+		s.endCanceledAttempt(r.Context(), j)
+	}
 	writeJSON(w, http.StatusOK, jobView(j))
+}
+
+// endCanceledAttempt ends the run log of the attempt a cancel stopped with the line that
+// says so: its worker learns of the cancel at its next heartbeat, and the server refuses
+// its writes from then on. (Two cancels at the same moment may both write it.)
+func (s *Server) endCanceledAttempt(ctx context.Context, j *store.JobSummary) {
+	line := fmt.Sprintf("== chaperone: attempt %d canceled by its owner; the job stops ==\n", j.Attempt)
+	if err := artifact.EndLog(context.WithoutCancel(ctx), s.artifacts, j.ID, j.Attempt, line); err != nil {
+		s.log.WarnContext(ctx, "cancel: closing the run log", "job", j.ID, "error", err.Error())
+	}
 }
 
 func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/chaperone-bio/chaperone/api/problem"
+	"github.com/chaperone-bio/chaperone/catalog"
 )
 
 func TestClientIPBelievesOnlyTheNamedHeadersRightmostUntrustedHop(t *testing.T) {
@@ -37,7 +38,7 @@ func TestClientIPBelievesOnlyTheNamedHeadersRightmostUntrustedHop(t *testing.T) 
 		{"custom header", "X-Real-Ip", "10.0.0.1:5", map[string][]string{"X-Real-Ip": {"203.0.113.7"}, "X-Forwarded-For": {"1.1.1.1"}}, "203.0.113.7"},
 	}
 	for _, tt := range tests {
-		s := New(Config{TrustedProxies: proxies, ForwardedHeader: tt.header})
+		s := New(Config{Catalog: catalog.Default(), TrustedProxies: proxies, ForwardedHeader: tt.header})
 		r := httptest.NewRequest("GET", "/v1/jobs", nil)
 		r.RemoteAddr = tt.peer
 		for k, vs := range tt.lines {
@@ -63,7 +64,7 @@ func TestCanonicalForwardedHeader(t *testing.T) {
 
 func TestProblemTypesEchoOnlyAPlainHost(t *testing.T) {
 	t.Parallel()
-	s := New(Config{Logger: quietLog})
+	s := New(Config{Catalog: catalog.Default(), Logger: quietLog})
 	tests := []struct{ host, want string }{
 		{"fold.example.org", "http://fold.example.org/errors/not-found"},
 		{"fold.example.org:8080", "http://fold.example.org:8080/errors/not-found"},
@@ -91,7 +92,7 @@ func TestProblemTypesEchoOnlyAPlainHost(t *testing.T) {
 			t.Errorf("Host %q: type %q (%v), want %q", tt.host, p.Type, err, tt.want)
 		}
 	}
-	withURL := New(Config{Logger: quietLog, PublicURL: "https://fold.example.org/"})
+	withURL := New(Config{Catalog: catalog.Default(), Logger: quietLog, PublicURL: "https://fold.example.org/"})
 	r := httptest.NewRequest("GET", "/nowhere", nil)
 	r.Host = "evil.example"
 	w := httptest.NewRecorder()

@@ -6,7 +6,6 @@
 package api
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	_ "embed"
@@ -58,9 +57,6 @@ type Config struct {
 	Starting <-chan struct{}
 	// StartupWait is how long a create waits for start-up to end; default 10 s.
 	StartupWait time.Duration
-	// ConnsPerClient and HeldPerClient bound one client's open connections and held
-	// waits (see clients.go); 0 means the defaults, 64 and 16.
-	ConnsPerClient, HeldPerClient int
 	// MetricsElsewhere keeps /metrics off the API: the caller serves Metrics on an
 	// operator-only address instead.
 	MetricsElsewhere bool
@@ -140,8 +136,8 @@ func New(cfg Config) *Server {
 		s.sessionSecret = make([]byte, 32)
 		_, _ = rand.Read(s.sessionSecret)
 	}
-	s.conns = newClientCounts(cmp.Or(cfg.ConnsPerClient, defaultConnsPerClient))
-	s.held = newClientCounts(cmp.Or(cfg.HeldPerClient, defaultHeldPerClient))
+	s.conns = newClientCounts(s.cat.Limits.ConnectionsPerClient)
+	s.held = newClientCounts(s.cat.Limits.HeldWaitsPerClient)
 	s.metrics = newMetrics(s)
 	s.finishes = newFinishWatch(s.store)
 	s.routes(!cfg.MetricsElsewhere)

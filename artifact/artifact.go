@@ -64,6 +64,19 @@ func (e *LogOffsetError) Error() string {
 	return fmt.Sprintf("artifact: the log holds %d bytes of the attempt's output, not %d", e.Held, e.Offset)
 }
 
+// EndLog appends line to an attempt's output after all the store holds of it: the server's
+// own last words on an attempt that its worker writes to no more (canceled, lost, handed
+// back). A worker's append that was checked before the attempt ended and lands after this
+// one may be cut short by it; the attempt is over by then.
+func EndLog(ctx context.Context, s Store, jobID string, attempt int, line string) error {
+	held, err := s.AppendLog(ctx, jobID, attempt, 0, nil)
+	if err != nil {
+		return err
+	}
+	_, err = s.AppendLog(ctx, jobID, attempt, held, []byte(line))
+	return err
+}
+
 // NewLogBytes is what of p, output of an attempt from offset on, a log that holds held
 // bytes of that attempt's output lacks: the stores' one rule for AppendLog.
 func NewLogBytes(held, offset int64, p []byte) ([]byte, error) {

@@ -144,6 +144,11 @@ type Limits struct {
 	RFD3Designs     int `json:"rfd3_designs_per_job"`
 	// NameChars caps the optional job name, a label shown in listings.
 	NameChars int `json:"name_chars"`
+	// Per client (an IPv4 address or an IPv6 /64, not a trusted proxy): open connections,
+	// and of them requests held by Prefer: wait. An operator behind a proxy that does not
+	// forward client addresses, where every client is the proxy, raises them.
+	ConnectionsPerClient int `json:"connections_per_client"`
+	HeldWaitsPerClient   int `json:"held_waits_per_client"`
 	// Runtime caps per kind and the stall cap.
 	PredictRuntime time.Duration `json:"-"`
 	DesignRuntime  time.Duration `json:"-"`

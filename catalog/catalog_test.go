@@ -133,7 +133,7 @@ func TestDefaultLimits(t *testing.T) {
 		EmbedSequences: 50, EmbedResidues: 2000, RequestBytes: 8 << 20,
 		ActiveJobsPerOwner: 16, CreatesPerMinute: 60, QueuedJobs: 1000, RetainedJobs: 1000,
 		ListDefault: 20, ListMax: 100, WaitDefaultSeconds: 25, WaitMaxSeconds: 60,
-		BoltzGenDesigns: 1000, RFD3Designs: 100, NameChars: 256,
+		BoltzGenDesigns: 1000, RFD3Designs: 100, NameChars: 256, ConnectionsPerClient: 64, HeldWaitsPerClient: 16,
 		PredictRuntime: time.Hour, DesignRuntime: 4 * time.Hour, EmbedRuntime: 10 * time.Minute,
 		Stall: 15 * time.Minute,
 	}

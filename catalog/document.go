@@ -55,13 +55,100 @@ type ParamDoc struct {
 	Description string            `json:"description"`
 }
 
-// LimitsDoc is every cap of the service, with durations in whole seconds.
+// LimitsDoc is every cap of the service, with durations in whole seconds, and the same caps
+// again under the reference service's names.
 type LimitsDoc struct {
 	Limits
 	PredictRuntimeSeconds int `json:"predict_runtime_seconds"`
 	DesignRuntimeSeconds  int `json:"design_runtime_seconds"`
 	EmbedRuntimeSeconds   int `json:"embed_runtime_seconds"`
 	StallSeconds          int `json:"stall_seconds"`
+	PublicLimits
+}
+
+// PublicLimits are the caps of this server under the names the reference service's docs
+// give them (docs/models-and-limits.md, "Limits"), so that a script written for that
+// service reads them here. Where the docs name two caps that are one here, both names
+// carry it: one active-jobs cap and one create rate bind a key, a session and an address
+// alike; BoltzGen's num_designs and budget share one bound; one stall cap serves every kind
+// of job. The docs' parameter ceilings are the largest maximum of the param among the
+// models. A cap the docs name that this server does not have (a service-wide active-jobs
+// cap, a cost budget, byte quotas) is left out rather than given a value that means
+// something else.
+type PublicLimits struct {
+	MaxResidues              int `json:"max_residues"`
+	MaxChainsPerComplex      int `json:"max_chains_per_complex"`
+	MaxLigandsPerComplex     int `json:"max_ligands_per_complex"`
+	MaxConstraintsPerComplex int `json:"max_constraints_per_complex"`
+	MaxComplexes             int `json:"max_complexes"`
+	MaxDesigns               int `json:"max_designs"`
+	MaxBudget                int `json:"max_budget"`
+	MaxRFD3Designs           int `json:"max_rfd3_designs"`
+	MaxRFD3Timesteps         int `json:"max_rfd3_timesteps"`
+	MaxStructureChars        int `json:"max_structure_chars"`
+	MaxEmbedSequences        int `json:"max_embed_sequences"`
+	MaxEmbedSequenceResidues int `json:"max_embed_sequence_residues"`
+	MaxRecyclingSteps        int `json:"max_recycling_steps"`
+	MaxSamplingSteps         int `json:"max_sampling_steps"`
+	MaxDiffusionSamples      int `json:"max_diffusion_samples"`
+	MaxActiveJobsPerIP       int `json:"max_active_jobs_per_ip"`
+	MaxActiveJobsPerSession  int `json:"max_active_jobs_per_session"`
+	MaxSubmitsPerMin         int `json:"max_submits_per_min"`
+	MaxSubmitsPerMinPerIP    int `json:"max_submits_per_min_per_ip"`
+	MaxRetainedJobs          int `json:"max_retained_jobs"`
+	MaxRuntimePredictSeconds int `json:"max_runtime_predict_s"`
+	MaxRuntimeDesignSeconds  int `json:"max_runtime_design_s"`
+	MaxRuntimeEmbedSeconds   int `json:"max_runtime_embed_s"`
+	MaxStallSeconds          int `json:"max_stall_s"`
+	MaxStallDesignSeconds    int `json:"max_stall_design_s"`
+	MaxStallEmbedSeconds     int `json:"max_stall_embed_s"`
+}
+
+// publicLimits is the catalog's caps under the reference service's names.
+func (c *Catalog) publicLimits() PublicLimits {
+	l := c.Limits
+	stall := int(l.Stall.Seconds())
+	return PublicLimits{
+		MaxResidues:              l.ResidueCeiling,
+		MaxChainsPerComplex:      l.ChainsPerComplex,
+		MaxLigandsPerComplex:     l.LigandsPerComplex,
+		MaxConstraintsPerComplex: l.ConstraintsPerComplex,
+		MaxComplexes:             l.TargetsPerJob,
+		MaxDesigns:               l.BoltzGenDesigns,
+		MaxBudget:                l.BoltzGenDesigns,
+		MaxRFD3Designs:           l.RFD3Designs,
+		MaxRFD3Timesteps:         c.paramCeiling("num_timesteps"),
+		MaxStructureChars:        l.StructureChars,
+		MaxEmbedSequences:        l.EmbedSequences,
+		MaxEmbedSequenceResidues: l.EmbedResidues,
+		MaxRecyclingSteps:        c.paramCeiling("recycling_steps"),
+		MaxSamplingSteps:         c.paramCeiling("sampling_steps"),
+		MaxDiffusionSamples:      c.paramCeiling("diffusion_samples"),
+		MaxActiveJobsPerIP:       l.ActiveJobsPerOwner,
+		MaxActiveJobsPerSession:  l.ActiveJobsPerOwner,
+		MaxSubmitsPerMin:         l.CreatesPerMinute,
+		MaxSubmitsPerMinPerIP:    l.CreatesPerMinute,
+		MaxRetainedJobs:          l.RetainedJobs,
+		MaxRuntimePredictSeconds: int(l.PredictRuntime.Seconds()),
+		MaxRuntimeDesignSeconds:  int(l.DesignRuntime.Seconds()),
+		MaxRuntimeEmbedSeconds:   int(l.EmbedRuntime.Seconds()),
+		MaxStallSeconds:          stall,
+		MaxStallDesignSeconds:    stall,
+		MaxStallEmbedSeconds:     stall,
+	}
+}
+
+// paramCeiling is the largest maximum of the named param among the catalog's models.
+func (c *Catalog) paramCeiling(name string) int {
+	ceiling := 0.0
+	for _, m := range c.Models {
+		for _, p := range m.Params {
+			if p.Name == name && p.Max != nil {
+				ceiling = max(ceiling, *p.Max)
+			}
+		}
+	}
+	return int(ceiling)
 }
 
 // Document is the catalog as GET /v1/models shows it; unavailable says, for each model id no
@@ -81,6 +168,7 @@ func (c *Catalog) Document(unavailable map[string]string, walls map[string]int) 
 			DesignRuntimeSeconds:  int(c.Limits.DesignRuntime.Seconds()),
 			EmbedRuntimeSeconds:   int(c.Limits.EmbedRuntime.Seconds()),
 			StallSeconds:          int(c.Limits.Stall.Seconds()),
+			PublicLimits:          c.publicLimits(),
 		},
 	}
 	for _, m := range c.Models {

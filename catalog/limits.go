@@ -33,6 +33,8 @@ func DefaultLimits() Limits {
 		BoltzGenDesigns:       1000,
 		RFD3Designs:           100,
 		NameChars:             256,
+		ConnectionsPerClient:  64,
+		HeldWaitsPerClient:    16,
 		PredictRuntime:        3600 * time.Second,
 		DesignRuntime:         14400 * time.Second,
 		EmbedRuntime:          600 * time.Second,

@@ -205,6 +205,9 @@ type Row struct {
 	AffinityProbabilityBinary1 *float64 `json:"affinity_probability_binary1,omitempty"`
 	AffinityPredValue2         *float64 `json:"affinity_pred_value2,omitempty"`
 	AffinityProbabilityBinary2 *float64 `json:"affinity_probability_binary2,omitempty"`
+	// The row's runtime_s split between the structure and the affinity predictions.
+	StructureRuntimeS *float64 `json:"structure_runtime_s,omitempty"`
+	AffinityRuntimeS  *float64 `json:"affinity_runtime_s,omitempty"`
 
 	// Extra holds the row's other fields, as decoded JSON, and the typed fields it sent as
 	// null, so that the row marshals back to what the server sent.

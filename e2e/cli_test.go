@@ -175,7 +175,8 @@ func TestCLIJobsCommands(t *testing.T) {
 	p.runCLI(t, dir, nil, "jobs", "download", ok, "--zip", "--out", "z").expect(t, exitOK)
 	zipped, _ := os.ReadFile(filepath.Join(dir, "z", ok+".zip"))
 	mustf(t, bytes.Equal(zipped, p.get("/v1/jobs/"+ok+"/archive").Body), "--zip differs from the archive")
-	p.runCLI(t, dir, nil, "jobs", "download", ok, "--artifact", "t1/confidence.json", "--out", "one").expect(t, exitOK)
+	r = p.runCLI(t, dir, nil, "jobs", "download", ok, "--artifact", "t1/confidence.json", "--out", "one").expect(t, exitOK)
+	mustf(t, r.stderr == "saved 1 file in one\n", "one artifact saved: %q", r.stderr)
 	entries, _ := os.ReadDir(filepath.Join(dir, "one"))
 	mustf(t, len(entries) == 1 && entries[0].Name() == "t1", "--artifact saved %v", entries)
 	p.runCLI(t, dir, nil, "jobs", "download", running).expect(t, exitJobFailed)
@@ -218,14 +219,14 @@ func TestCLIExitCodes(t *testing.T) {
 		{"usage: no input", nil, []string{"predict", "--model", "boltz2"}, exitUsage, "--sequence"},
 		{"usage: two inputs", nil, []string{"embed", "--sequence", "MK", "--input", "x.fasta"}, exitUsage, "--input"},
 		{"usage: bad param", nil, []string{"predict", "--sequence", "MK", "--param", "fast"}, exitUsage, "KEY=VALUE"},
-		{"usage: stray argument", nil, []string{"jobs", "get"}, exitUsage, "ID"},
+		{"usage: no id", nil, []string{"jobs", "get"}, exitUsage, "jobs get needs the id of a job"},
 		{"input rejected: 400", nil, []string{"predict", "--sequence", "MKT1AY"}, exitUsage, "sequence"},
 		{"input rejected: unknown param", nil, []string{"predict", "--sequence", "MKT", "--param", "recycle_steps=3"}, exitUsage, "recycle_steps"},
 		{"authentication: 401", nil, []string{"jobs", "list", "--api-key", "chp_live_00000000000000000000000000000000"}, exitAuth, "401"},
 		{"authentication from the environment", []string{"CHAPERONE_API_KEY=chp_live_bad"}, []string{"models"}, exitOK, ""},
 		{"not found: 404", nil, []string{"jobs", "get", "0123456789abcdef0123456789abcdef"}, exitNotFound, "404"},
 		{"unreachable", []string{"CHAPERONE_RETRIES=1"}, []string{"jobs", "list", "--server", closed}, exitUnavailable, "connection refused"},
-		{"unreachable from the environment", []string{"CHAPERONE_URL=" + closed, "CHAPERONE_RETRIES=0"}, []string{"jobs", "get", "x"}, exitUnavailable, "connection refused"},
+		{"unreachable from the environment", []string{"CHAPERONE_URL=" + closed, "CHAPERONE_RETRIES=0"}, []string{"jobs", "get", "0123456789abcdef0123456789abcdef"}, exitUnavailable, "connection refused"},
 		{"unavailable: 503", nil, []string{"predict", "--model", "openfold3", "--sequence", "MKT"}, exitUnavailable, "openfold3"},
 		{"json problem", nil, []string{"jobs", "get", "0123456789abcdef0123456789abcdef", "--json"}, exitNotFound, `"status":404`},
 	}

@@ -108,10 +108,13 @@ func compatCases() []compatCase {
 			body: map[string]any{"model": "esmfold2-fast", "targets": []any{
 				map[string]any{"name": "a", "content": ">a\n" + docSeq}, map[string]any{"name": "b", "content": ">b\nGIVEQCCTSICSLYQLENYCN"}}},
 			status: http.StatusAccepted, results: predictResults},
-		{source: "docs/predictions.md, Co-folding with a ligand + affinity", path: "/v1/predictions",
+		{source: "docs/predictions.md, Co-folding with a ligand + affinity (the two numbers, their ensemble members, the runtimes)", path: "/v1/predictions",
 			body: map[string]any{"model": "boltz2", "name": "prot-ligand",
 				"input": "sequences:\n  - protein: {id: A, sequence: " + docSeq + "}\n  - ligand: {id: L, smiles: \"CC(=O)Oc1ccccc1C(=O)O\"}\nproperties:\n  - affinity: {binder: L}\n"},
-			status: http.StatusAccepted, results: predictResults},
+			status: http.StatusAccepted, results: predictResults,
+			items: map[string]string{"affinity_pred_value": "number", "affinity_probability_binary": "number",
+				"affinity_pred_value1": "number", "affinity_probability_binary1": "number", "affinity_pred_value2": "number",
+				"affinity_probability_binary2": "number", "affinity_runtime_s": "number", "structure_runtime_s": "number"}},
 		{source: "docs/predictions.md, Parameters", path: "/v1/predictions",
 			body: map[string]any{"model": "boltz2", "sequence": docLongSeq,
 				"params": map[string]any{"use_msa_server": true, "diffusion_samples": 3, "output_format": "pdb"}},
@@ -373,7 +376,7 @@ func TestAQueuedJobSaysWhyItWaits(t *testing.T) {
 	key, _ := s.issueKey("other")
 	s.predict("hang", "X-API-Key: "+key)
 	waiting := s.predict("ok")
-	// The worker reports its busy slots with its heartbeat.
+	// The slots count as busy from their leases.
 	j := s.waitFor(waiting, 10*time.Second, func(j map[string]any) bool { return j["queue"] != nil })
 	mustf(t, j["status"] == "queued" && j["waiting_for_device"] == true, "job %v: want queued and waiting_for_device", j)
 	q, _ := j["queue"].(map[string]any)
@@ -439,4 +442,36 @@ func TestTheErrorsDocStatusCodes(t *testing.T) {
 	// Models & limits: GET /v1/health is a plain liveness check.
 	checkFields(t, "health", s.get("/v1/health").expect(http.StatusOK).json(),
 		map[string]string{"status": "string", "service": "string", "api_version": "string"})
+}
+
+// TestTheLimitsDocNames: docs/models-and-limits.md, Limits. GET /v1/models carries each cap
+// of this server also under the name that table gives it, with this server's value, so that
+// a script reading those names reads the caps in force here. The table's caps this server
+// does not have (max_active_jobs service-wide, the cost budget's max_units_*, the byte
+// quotas) are left out, as the README says.
+func TestTheLimitsDocNames(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, withLimits(func(l *limitsT) { l.ActiveJobsPerOwner, l.ResidueCeiling = 3, 900 }))
+	limits := s.get("/v1/models").expect(http.StatusOK).json()["limits"].(map[string]any)
+	same := map[string]string{
+		"max_residues": "residue_ceiling", "max_chains_per_complex": "chains_per_complex",
+		"max_ligands_per_complex": "ligands_per_complex", "max_constraints_per_complex": "constraints_per_complex",
+		"max_complexes": "targets_per_job", "max_content_chars": "max_content_chars",
+		"max_designs": "boltzgen_designs_per_job", "max_budget": "boltzgen_designs_per_job",
+		"max_rfd3_designs": "rfd3_designs_per_job", "max_structure_chars": "structure_chars",
+		"max_embed_sequences": "embed_sequences_per_job", "max_embed_sequence_residues": "embed_residues_per_sequence",
+		"max_active_jobs_per_ip": "active_jobs_per_owner", "max_active_jobs_per_session": "active_jobs_per_owner",
+		"max_submits_per_min": "creates_per_owner_per_minute", "max_submits_per_min_per_ip": "creates_per_owner_per_minute",
+		"max_retained_jobs": "retained_jobs", "max_runtime_predict_s": "predict_runtime_seconds",
+		"max_runtime_design_s": "design_runtime_seconds", "max_runtime_embed_s": "embed_runtime_seconds",
+		"max_stall_s": "stall_seconds", "max_stall_design_s": "stall_seconds", "max_stall_embed_s": "stall_seconds",
+	}
+	for doc, ours := range same {
+		mustf(t, limits[doc] != nil && limits[doc] == limits[ours], "limits.%s = %v, want limits.%s = %v", doc, limits[doc], ours, limits[ours])
+	}
+	mustf(t, limits["max_active_jobs_per_ip"] == 3.0 && limits["max_residues"] == 900.0, "the doc names show the caps in force: %v", limits)
+	// The table's parameter ceilings, as the params of GET /v1/models bound them here.
+	for doc, want := range map[string]float64{"max_recycling_steps": 10, "max_sampling_steps": 500, "max_diffusion_samples": 5, "max_rfd3_timesteps": 200} {
+		mustf(t, limits[doc] == want, "limits.%s = %v, want %v", doc, limits[doc], want)
+	}
 }

@@ -155,8 +155,8 @@ func TestSIGKILLedServerLosesNoJobAndLeavesNoneRunning(t *testing.T) {
 	j := s.waitStatus(interrupted, "succeeded")
 	mustf(t, j["results_ready"] == true, "the recovered job has no results: %v", j)
 	s.waitStatus(queued, "succeeded")
-	logs := string(s.get("/v1/jobs/" + interrupted + "/logs").expect(http.StatusOK).Body)
-	mustf(t, strings.Contains(logs, "attempt 1") && strings.Contains(logs, "attempt 2"), "the log does not show both attempts: %s", logs)
+	// The first attempt's log says that it was lost and why, before the second begins.
+	s.everyAttemptEnds(interrupted, "attempt 1 lost: the worker running it started again", "job succeeded in")
 
 	// A job whose worker dies twice fails, saying so; its tool does not outlive the server.
 	doomed := s.predict("hang")
@@ -174,6 +174,8 @@ func TestSIGKILLedServerLosesNoJobAndLeavesNoneRunning(t *testing.T) {
 	s = fourth.client(t)
 	j = s.waitStatus(doomed, "failed")
 	mustf(t, strings.Contains(j["error"].(string), "lost"), "error of a job lost twice: %q", j["error"])
+	s.everyAttemptEnds(doomed, "attempt 1 lost: the worker running it started again, and what it ran before died with it; the job goes back to the queue",
+		"attempt 2 lost: the worker running it started again, and what it ran before died with it; that was its last attempt: the job failed")
 
 	// Nothing is left running, and finished work survived every restart.
 	list := s.get("/v1/jobs?limit=100").expect(http.StatusOK).json()

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chaperone-bio/chaperone/app"
 )
@@ -152,14 +153,43 @@ func TestMetricsCountRequestsJobsAndWorkers(t *testing.T) {
 	} {
 		mustf(t, strings.Contains(body, want), "metrics lack %q", want)
 	}
-	// The slots' states are as of the worker's last announcement, which may have come while
-	// the job ran: busy and idle add up to the worker's two slots either way.
-	slots := 0
+	slots := workerSlots(t, body)
+	mustf(t, slots["busy"] == 0 && slots["idle"] == 2, "worker slots %v once the job ended, want 0 busy, 2 idle", slots)
+}
+
+// workerSlots reads chaperone_worker_slots by state from a /metrics body.
+func workerSlots(t *testing.T, body string) map[string]int {
+	t.Helper()
+	slots := map[string]int{}
 	for _, state := range []string{"idle", "busy"} {
 		m := regexp.MustCompile(`(?m)^chaperone_worker_slots\{state="` + state + `"\} ([0-9]+)$`).FindStringSubmatch(body)
 		mustf(t, m != nil, "metrics lack chaperone_worker_slots{state=%q}", state)
-		n, _ := strconv.Atoi(m[1])
-		slots += n
+		slots[state], _ = strconv.Atoi(m[1])
 	}
-	mustf(t, slots == 2, "the worker's slots add up to %d, want 2", slots)
+	return slots
+}
+
+// TestBusySlotsShowTheMomentAJobRuns: a worker's slot counts as busy from the moment it
+// leases a job, not from its next announcement (a third of a lease later: here 20 minutes),
+// so a job queued behind it says at once that it waits for a busy slot, and /metrics agrees.
+func TestBusySlotsShowTheMomentAJobRuns(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, func(c *app.Config) { c.Slots, c.LeaseTTL = 1, time.Hour })
+	metrics := func() map[string]int { return workerSlots(t, string(s.get("/metrics").expect(http.StatusOK).Body)) }
+	mustf(t, metrics()["busy"] == 0, "an idle worker shows busy slots: %v", metrics())
+
+	hang := s.predict("hang")
+	s.waitStatus(hang, "running")
+	slots := metrics()
+	mustf(t, slots["busy"] == 1 && slots["idle"] == 0, "worker slots %v while its one slot runs a job, want 1 busy, 0 idle", slots)
+	waiting := s.get("/v1/jobs/" + s.predict("ok")).expect(http.StatusOK).json()
+	q, _ := waiting["queue"].(map[string]any)
+	mustf(t, waiting["status"] == "queued" && waiting["waiting_for_device"] == true && q != nil &&
+		q["reason"] == "busy" && q["chips_busy"] == 1.0 && q["chips_online"] == 1.0,
+		"a job queued behind the busy slot: %v; want queue.reason busy, 1 of 1 slots busy", waiting)
+
+	s.post("/v1/jobs/"+hang+"/cancel", nil).expect(http.StatusOK)
+	s.waitStatus(waiting["id"].(string), "succeeded")
+	slots = metrics()
+	mustf(t, slots["busy"] == 0 && slots["idle"] == 1, "worker slots %v once every job ended, want 0 busy, 1 idle", slots)
 }

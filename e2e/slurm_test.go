@@ -154,6 +154,9 @@ func TestSlurmJobWaitsInSlurmThenRunsThere(t *testing.T) {
 	j := s.waitFor(id, 20*time.Second, func(j map[string]any) bool { return j["queue"] != nil })
 	mustf(t, j["status"] == "queued" && j["stage"] == nil && j["started_at"] == nil && j["waiting_for_device"] == true &&
 		j["queue"].(map[string]any)["reason"] == "scheduler", "a job held in Slurm: %v", j)
+	// The job it holds in Slurm takes one of the executor's 8 slots.
+	slots := workerSlots(t, string(s.get("/metrics").expect(http.StatusOK).Body))
+	mustf(t, slots["busy"] == 1 && slots["idle"] == 7, "worker slots %v while Slurm holds the job, want 1 of 8 busy", slots)
 	ids := slurmJobs(t, id)
 	mustf(t, len(ids) == 1, "Slurm jobs of %s: %v", id, ids)
 	eventually(t, 10*time.Second, "the pending reason in the log", func() bool {
@@ -314,6 +317,8 @@ func TestSlurmPreemptionIsALostAttempt(t *testing.T) {
 	log := s.logOf(id)
 	mustf(t, strings.Contains(log, "== chaperone: Slurm job "+first[0]+" ended PREEMPTED; the job goes back to the queue ==") &&
 		strings.Contains(log, "attempt 2 of predict job "+id), "log:\n%s", log)
+	// Its lease runs out, and the server closes the attempt: lost.
+	s.everyAttemptEnds(id, "attempt 1 lost: nothing renewed its lease for 10s", "job succeeded in")
 	second, err := exec.Command("squeue", "-h", "-t", "all", "-n", "chaperone-"+id+"-2", "-o", "%i").Output()
 	mustf(t, err == nil && len(strings.Fields(string(second))) == 1, "Slurm jobs of attempt 2: %q %v", second, err)
 }

@@ -222,6 +222,11 @@ type Affinity struct {
 	ProbabilityBinary1 *float64
 	PredValue2         *float64
 	ProbabilityBinary2 *float64
+	// StructureRuntimeS and RuntimeS split the row's runtime_s between the structure and
+	// the affinity predictions (the reference service's structure_runtime_s and
+	// affinity_runtime_s); nil in rows stored before they were measured.
+	StructureRuntimeS *float64
+	RuntimeS          *float64
 }
 
 // MarshalJSON writes the row as an object with its keys sorted, as rows were written
@@ -240,7 +245,8 @@ func (r PredictionRow) MarshalJSON() ([]byte, error) {
 	if a := r.Affinity; a != nil {
 		m["affinity_pred_value"], m["affinity_probability_binary"] = a.PredValue, a.ProbabilityBinary
 		for key, v := range map[string]*float64{"affinity_pred_value1": a.PredValue1, "affinity_probability_binary1": a.ProbabilityBinary1,
-			"affinity_pred_value2": a.PredValue2, "affinity_probability_binary2": a.ProbabilityBinary2} {
+			"affinity_pred_value2": a.PredValue2, "affinity_probability_binary2": a.ProbabilityBinary2,
+			"structure_runtime_s": a.StructureRuntimeS, "affinity_runtime_s": a.RuntimeS} {
 			if v != nil {
 				m[key] = *v
 			}
@@ -273,6 +279,8 @@ type rowJSON struct {
 	AffinityProbabilityBinary1 *float64  `json:"affinity_probability_binary1"`
 	AffinityPredValue2         *float64  `json:"affinity_pred_value2"`
 	AffinityProbabilityBinary2 *float64  `json:"affinity_probability_binary2"`
+	StructureRuntimeS          *float64  `json:"structure_runtime_s"`
+	AffinityRuntimeS           *float64  `json:"affinity_runtime_s"`
 }
 
 // UnmarshalJSON reads a row as MarshalJSON writes it. A row has scores when it has a
@@ -291,7 +299,8 @@ func (r *PredictionRow) UnmarshalJSON(b []byte) error {
 	if w.AffinityPredValue != nil {
 		r.Affinity = &Affinity{PredValue: *w.AffinityPredValue, ProbabilityBinary: orZero(w.AffinityProbabilityBinary),
 			PredValue1: w.AffinityPredValue1, ProbabilityBinary1: w.AffinityProbabilityBinary1,
-			PredValue2: w.AffinityPredValue2, ProbabilityBinary2: w.AffinityProbabilityBinary2}
+			PredValue2: w.AffinityPredValue2, ProbabilityBinary2: w.AffinityProbabilityBinary2,
+			StructureRuntimeS: w.StructureRuntimeS, RuntimeS: w.AffinityRuntimeS}
 	}
 	return nil
 }

@@ -240,9 +240,10 @@ type Outcome struct {
 
 // Workers records which workers are alive and what they can run.
 type Workers interface {
-	// PutWorker records a worker's heartbeat.
+	// PutWorker records a worker's heartbeat; its Busy is not stored (LiveWorkers counts it).
 	PutWorker(ctx context.Context, w Worker) error
-	// LiveWorkers returns the workers seen at or after since.
+	// LiveWorkers returns the workers seen at or after since, each with the running jobs it
+	// holds as Busy.
 	LiveWorkers(ctx context.Context, since time.Time) ([]Worker, error)
 	// RemoveWorker forgets a worker that shut down cleanly.
 	RemoveWorker(ctx context.Context, id string) error
@@ -258,6 +259,9 @@ type Worker struct {
 	// Loaded lists the models its warm sessions hold loaded now.
 	Loaded []string
 	Slots  int
+	// Busy is how many running jobs the worker holds: counted from the jobs themselves, so
+	// that it changes the moment a slot leases or gives up a job, whatever kind of worker
+	// it is (in-process, remote, a Slurm executor whose jobs wait in Slurm).
 	Busy   int
 	SeenAt time.Time
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -177,4 +178,14 @@ func relativeNames(p []byte, hide []string, final bool) (out, rest []byte) {
 		p = bytes.ReplaceAll(p, []byte(h), []byte("./"))
 	}
 	return p, rest
+}
+
+// firstLine is an error as the one closing line of a run log shows it: its first line. What
+// follows it, the tool's last output, is in the log just above.
+func firstLine(msg string) string {
+	first, rest, more := strings.Cut(msg, "\n")
+	if !more || strings.TrimSpace(rest) == "" {
+		return first
+	}
+	return strings.TrimSuffix(first, "; last output:") + " (its output is above)"
 }

@@ -79,8 +79,8 @@ type Announcement struct {
 	Missing map[string]string `json:"missing,omitempty"`
 	// Loaded lists the models that the worker's warm sessions hold loaded now.
 	Loaded []string `json:"loaded,omitempty"`
-	Slots  int      `json:"slots"`
-	Busy   int      `json:"busy"`
+	// Slots is how many jobs the worker runs at once; the server counts those it holds.
+	Slots int `json:"slots"`
 }
 
 // LeaseRequest says who wants work, what it can run, and how long it will wait for it.

@@ -19,7 +19,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/chaperone-bio/chaperone/engine"
@@ -59,10 +58,10 @@ type Config struct {
 
 // Worker runs jobs from a queue until its context ends.
 type Worker struct {
-	cfg  Config
-	log  *slog.Logger
-	busy atomic.Int32
-	wg   sync.WaitGroup
+	cfg     Config
+	log     *slog.Logger
+	refusal Refusal
+	wg      sync.WaitGroup
 	// leasing ends when the worker stops taking work: at Drain, or when its context ends.
 	leasing     context.Context
 	stopLeasing context.CancelFunc
@@ -128,6 +127,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	if err := w.announce(ctx); err != nil {
 		return fmt.Errorf("worker: announcing: %w", err)
 	}
+	ctx = w.refusal.Arm(ctx)
 	w.leasing, w.stopLeasing = context.WithCancel(ctx)
 	for _, s := range w.slots {
 		w.running.Add(1)
@@ -140,6 +140,10 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.wg.Go(func() { w.keepChecking(ctx) })
 	return nil
 }
+
+// Stopped is closed when the worker stopped on its own, the server having refused its
+// token; Wait then returns ErrRevoked.
+func (w *Worker) Stopped() <-chan struct{} { return w.refusal.Stopped() }
 
 // Drain stops the worker taking work and returns once the jobs it runs have ended, or with
 // ctx's error when ctx ends first. The worker still renews its leases meanwhile; ending its
@@ -164,8 +168,13 @@ func (w *Worker) Drain(ctx context.Context) error {
 // stopped and handed back to the queue at once rather than after their lease expires,
 // without counting against their attempt limit (the worker stopped them; they did nothing
 // wrong), and the slots' sessions were closed.
+// A worker the server refused hands nothing back (it would be refused too) and returns
+// ErrRevoked.
 func (w *Worker) Wait() error {
 	w.wg.Wait()
+	if err := w.refusal.Err(); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := w.cfg.Queue.HandBack(ctx, w.cfg.ID); err != nil {
@@ -210,7 +219,7 @@ func (w *Worker) announce(ctx context.Context) error {
 	loaded := w.loadedModels()
 	w.mu.Lock()
 	a := Announcement{WorkerID: w.cfg.ID, Models: w.avail.Models, Missing: w.avail.Missing, Loaded: loaded,
-		Slots: w.cfg.Slots, Busy: int(w.busy.Load())}
+		Slots: w.cfg.Slots}
 	w.mu.Unlock()
 	t, err := Announce(ctx, w.cfg.Queue, a)
 	if err != nil {
@@ -253,7 +262,7 @@ func (w *Worker) keepAnnouncing(ctx context.Context) {
 			return
 		case <-announce.C:
 		}
-		if err := w.announce(ctx); err != nil && ctx.Err() == nil {
+		if err := w.announce(ctx); err != nil && ctx.Err() == nil && !w.refusal.Check(err) {
 			w.log.Warn("worker heartbeat failed", "error", err.Error())
 		}
 		announce.Reset(w.leaseTiming().LeaseTTL / 3)
@@ -283,7 +292,7 @@ func (w *Worker) slot(ctx context.Context, s *slotState) {
 	for w.leasing.Err() == nil {
 		l, err := w.cfg.Queue.Lease(w.leasing, LeaseRequest{WorkerID: w.cfg.ID, Models: w.models(),
 			Loaded: w.loadedModels(), Wait: w.cfg.LeaseWait})
-		if err != nil && w.leasing.Err() == nil {
+		if err != nil && w.leasing.Err() == nil && !w.refusal.Check(err) {
 			w.log.Warn("lease failed", "error", err.Error())
 			select {
 			case <-time.After(leaseRetry):
@@ -293,9 +302,7 @@ func (w *Worker) slot(ctx context.Context, s *slotState) {
 		if l == nil {
 			continue
 		}
-		w.busy.Add(1)
 		w.run(ctx, l, s)
-		w.busy.Add(-1)
 	}
 }
 
@@ -363,8 +370,8 @@ func (w *Worker) run(ctx context.Context, l *Lease, s *slotState) {
 	final := tracker.snapshot()
 	outcome := Completion{Fence: l.Fence, Progress: final}
 	switch {
-	case ctx.Err() != nil: // the worker is shutting down; Wait hands the job back
-		fmt.Fprintf(jl, "== chaperone: worker shutting down; the job returns to the queue ==\n")
+	case ctx.Err() != nil: // the worker is shutting down; Wait hands the job back, and the
+		// server closes the attempt's log saying so.
 		jl.flush(true)
 		return
 	case errors.Is(cause, errLeaseLost):
@@ -385,7 +392,7 @@ func (w *Worker) run(ctx context.Context, l *Lease, s *slotState) {
 		outcome.Progress = job.Progress{Stage: final.Stage, Done: j.Total, Total: j.Total}
 	}
 	if outcome.Status == job.Failed {
-		fmt.Fprintf(jl, "== chaperone: job failed: %s ==\n", outcome.Error)
+		fmt.Fprintf(jl, "== chaperone: job failed: %s ==\n", firstLine(outcome.Error))
 	} else {
 		fmt.Fprintf(jl, "== chaperone: job succeeded in %.1f s ==\n", time.Since(started).Seconds())
 	}
@@ -583,7 +590,7 @@ func (w *Worker) heartbeat(ctx context.Context, stop context.CancelCauseFunc, j 
 		case errors.Is(err, job.ErrLeaseLost):
 			stop(errLeaseLost)
 			return
-		case ctx.Err() != nil:
+		case ctx.Err() != nil, w.refusal.Check(err):
 		case time.Since(renewed) >= timing.LeaseTTL:
 			w.log.Warn("cut off from the server for longer than the lease lasts; stopping the job", "job", j.ID, "error", err.Error())
 			stop(errLeaseLost)
@@ -592,122 +599,4 @@ func (w *Worker) heartbeat(ctx context.Context, stop context.CancelCauseFunc, j 
 			w.log.Warn("heartbeat failed", "job", j.ID, "error", err.Error())
 		}
 	}
-}
-
-// progressTracker holds the latest progress an engine reported and when the job last
-// showed life.
-type progressTracker struct {
-	mu      sync.Mutex
-	cur     job.Progress
-	changed bool
-	active  bool
-	last    time.Time
-}
-
-func (t *progressTracker) report(p job.Progress) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if p.Stage == "" {
-		p.Stage = t.cur.Stage
-	}
-	t.cur, t.changed, t.active, t.last = p, true, true, time.Now()
-}
-
-func (t *progressTracker) touch() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.active, t.last = true, time.Now()
-}
-
-func (t *progressTracker) take() (p job.Progress, changed, active bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	p, changed, active = t.cur, t.changed, t.active
-	t.changed, t.active = false, false
-	return p, changed, active
-}
-
-func (t *progressTracker) snapshot() job.Progress {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.cur
-}
-
-func (t *progressTracker) lastActivity() time.Time {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.last
-}
-
-// slotState is one slot: its GPU and the session of the warm engine it ran last.
-//
-// Policy: a slot holds at most one session. A job of another engine, warm or not, closes
-// it first, since the slot's GPU memory is what the next engine needs, and an idle session
-// holding a model on a GPU would crowd out a tool run there. Leasing prefers jobs for the
-// models already loaded, so a busy slot keeps its session; only a change of engine, a
-// crash, or shutdown ends it. Which models a session keeps among those of its own engine
-// is the session's affair.
-type slotState struct {
-	index int
-	gpu   string
-
-	// session is read by loadedModels from other goroutines, so it is set and cleared
-	// under Worker.mu; only the slot's goroutine changes it.
-	session engine.Session
-	engine  string // name of the session's engine
-}
-
-// session returns the slot's live session of eng, opening one when the slot has none, has
-// one of another engine, or has one that died.
-func (w *Worker) session(ctx context.Context, s *slotState, eng engine.Warm) (engine.Session, error) {
-	if s.session != nil && s.engine == eng.Name() && s.session.Err() == nil {
-		return s.session, nil
-	}
-	w.closeSession(s)
-	dir, err := filepath.Abs(w.sessionDir(s, eng.Name()))
-	if err != nil {
-		return nil, err
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	sess, err := eng.Open(ctx, engine.Slot{GPU: s.gpu, Tools: w.cfg.Tools, Dir: dir,
-		Start: func(c engine.Command) (engine.Process, error) {
-			c.Env = w.processEnv(c.Env, dir, s.gpu)
-			return proc.Start(dir, c)
-		}})
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	w.mu.Lock()
-	s.session, s.engine = sess, eng.Name()
-	w.mu.Unlock()
-	w.log.Info("session opened", "engine", eng.Name(), "slot", s.index, "gpu", s.gpu)
-	return sess, nil
-}
-
-// closeSession closes the slot's session, if any, and removes its folder.
-func (w *Worker) closeSession(s *slotState) {
-	if s.session == nil {
-		return
-	}
-	w.mu.Lock()
-	sess, name := s.session, s.engine
-	s.session, s.engine = nil, ""
-	w.mu.Unlock()
-	if err := sess.Close(); err != nil {
-		w.log.Warn("closing a session", "engine", name, "slot", s.index, "error", err.Error())
-	}
-	os.RemoveAll(w.sessionDir(s, name))
-	w.log.Info("session closed", "engine", name, "slot", s.index)
-}
-
-// sessionDir is the folder of the slot's session of an engine. It lies under WorkDir, so
-// a restarted worker clears it and kills what a crashed run left running from it.
-func (w *Worker) sessionDir(s *slotState, engineName string) string {
-	return filepath.Join(w.cfg.WorkDir, fmt.Sprintf("session-%d-%s", s.index, engineName))
 }

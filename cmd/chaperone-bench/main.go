@@ -140,12 +140,18 @@ func run(o options, out io.Writer) error {
 	limits.CreatesPerMinute = benchLimit
 	limits.QueuedJobs = benchLimit
 	limits.RetainedJobs = benchLimit
+	// Every connection of the load comes from this one address, as from a proxy that does
+	// not forward client addresses: the per-client bounds would refuse all but 64 of them.
+	limits.ConnectionsPerClient = benchLimit
+	limits.HeldWaitsPerClient = benchLimit
 
 	fmt.Fprintf(out, "chaperone bench: %s/%s, %d CPUs, %s, load average %s at start; server in a child process, clients here, HTTP/1.1 keep-alive on loopback\n",
 		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), loadAverage())
 	fmt.Fprint(out, wrap(fmt.Sprintf("Limits raised for the benchmark, so that it measures the server and not "+
 		"its quotas: active_jobs_per_owner, creates_per_owner_per_minute, queued_jobs and retained_jobs "+
-		"(defaults 16, 60, 1000, 1000) are all %d. Every quota check still runs on every create. "+
+		"(defaults 16, 60, 1000, 1000), and connections_per_client and held_waits_per_client (64, 16: "+
+		"all the load comes from this one address, as through a proxy that does not forward clients) "+
+		"are all %d. Every quota check still runs on every create and every connection. "+
 		"The servers log at %s level, as chaperone serve does by default, into a file.", benchLimit, o.logLevel), 100, ""))
 	fmt.Fprintln(out)
 

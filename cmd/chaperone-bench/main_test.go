@@ -1,10 +1,44 @@
 package main
 
 import (
+	"bytes"
+	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"time"
 )
+
+// TestMain lets the test binary be the bench's servers too: the bench re-executes its own
+// binary for each.
+func TestMain(m *testing.M) {
+	if raw := os.Getenv(serveEnv); raw != "" {
+		serveChild(raw)
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// TestTheBenchHoldsMoreWaitsThanOneClientMay: all of make bench's load comes from one
+// address. With more long-polls than a client may hold by default (64 connections, 16
+// held waits), every phase still measures, each wait held until released, instead of the
+// bench stopping at a 429.
+func TestTheBenchHoldsMoreWaitsThanOneClientMay(t *testing.T) {
+	o := options{duration: 200 * time.Millisecond, warmup: 50 * time.Millisecond, rounds: 1, clients: 4, owners: 4,
+		samples: 5, gap: time.Millisecond, waiters: 100, hold: 100 * time.Millisecond, dataDir: t.TempDir(),
+		logLevel: slog.LevelWarn, synchronous: "FULL"}
+	var out bytes.Buffer
+	if err := run(o, &out); err != nil {
+		t.Fatalf("the bench stopped: %v\n%s", err, &out)
+	}
+	// The report wraps its prose: compare words.
+	words := strings.Join(strings.Fields(out.String()), " ")
+	for _, want := range []string{"server RSS added by 100 held waits", "0 long-polls ended early"} {
+		if !strings.Contains(words, want) {
+			t.Errorf("the bench's report lacks %q:\n%s", want, &out)
+		}
+	}
+}
 
 func TestPercentileIsNearestRank(t *testing.T) {
 	t.Parallel()

@@ -68,7 +68,7 @@ func (f *commonFlags) connect(stdout, stderr io.Writer) (*cli, error) {
 		return nil, usageError{errors.New("--retries must be 0 or more")}
 	}
 	opts := []client.Option{
-		client.WithUserAgent("chaperone-cli/" + version),
+		client.WithUserAgent("chaperone-cli/" + release(buildInfo())),
 		client.WithRetry(client.Retry{Attempts: f.retries + 1, Backoff: f.retryDelay, Patience: f.patience}),
 	}
 	key := f.apiKey
@@ -95,6 +95,17 @@ func (inv *invocation) connect(fs *flag.FlagSet, args []string, positional ...st
 	}
 	cl, err := inv.client.connect(inv.stdout, inv.stderr)
 	return cl, pos, err
+}
+
+// connectToJob is connect for a command of one job, named by its ID: the whole id or its
+// start (cli.jobID).
+func (inv *invocation) connectToJob(ctx context.Context, fs *flag.FlagSet, args []string) (*cli, string, error) {
+	cl, pos, err := inv.connect(fs, args, "ID")
+	if err != nil {
+		return nil, "", err
+	}
+	id, err := cl.jobID(ctx, pos[0])
+	return cl, id, err
 }
 
 // withInterrupt makes a client command's run function: the command runs until it is
@@ -184,14 +195,27 @@ func parseCommand(fs *flag.FlagSet, args []string, positional ...string) ([]stri
 		}
 		return nil, usageError{err}
 	}
-	if len(pos) != len(positional) {
-		want := "no arguments"
-		if len(positional) > 0 {
-			want = strings.Join(positional, " ")
+	switch {
+	case len(pos) < len(positional):
+		var wants []string
+		for _, name := range positional[len(pos):] {
+			wants = append(wants, argWords[name])
 		}
-		return nil, usageError{fmt.Errorf("%s: want %s, got %q", fs.Name(), want, pos)}
+		return nil, usageError{fmt.Errorf("%s needs %s", fs.Name(), strings.Join(wants, ", and "))}
+	case len(pos) > len(positional) && len(positional) == 0:
+		return nil, usageError{fmt.Errorf("%s takes no arguments, got %q", fs.Name(), pos)}
+	case len(pos) > len(positional):
+		return nil, usageError{fmt.Errorf("%s takes %s, got %q", fs.Name(), strings.Join(positional, " "), pos)}
 	}
 	return pos, nil
+}
+
+// argWords says in words what each positional argument of the command table is, for a
+// command line that lacks it.
+var argWords = map[string]string{
+	"ID":      "the id of a job: the whole id, or its first 8 characters or more (chaperone jobs list shows them)",
+	"ID|NAME": "the id or the name of a key (chaperone keys list shows them)",
+	"DIR":     "the folder of the Slurm job to run",
 }
 
 // printJSON writes v as indented JSON.

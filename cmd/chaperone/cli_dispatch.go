@@ -133,7 +133,7 @@ func (d dispatcher) group(path []*command, args, handedOn []string) int {
 	case err != nil:
 		return d.badCommandLine(path, err)
 	case showVersion:
-		fmt.Fprintln(d.stdout, version)
+		fmt.Fprintln(d.stdout, versionLine(buildInfo()))
 		return exitOK
 	}
 	flags := args[:len(args)-fs.NArg()]
@@ -167,12 +167,14 @@ func (d dispatcher) group(path []*command, args, handedOn []string) int {
 // list" and "chaperone jobs help list" are "chaperone jobs list --help".
 func (d dispatcher) help(path []*command, names []string) int {
 	for _, name := range names {
+		// Help on help ("chaperone help --help", "chaperone help help"): the help of the
+		// command so far, whose own help says what help does.
+		if name == "help" || slices.Contains([]string{"-h", "-help", "--help"}, name) {
+			break
+		}
 		cur := path[len(path)-1]
 		if cur.run != nil {
 			return d.badCommandLine(path, errors.New("help: no subcommands"))
-		}
-		if name == "help" { // help on help: the group's help says what help does
-			break
 		}
 		c := cur.lookup(name)
 		if c == nil {
@@ -229,6 +231,11 @@ func writeShortUsage(w io.Writer, path []*command) {
 func (inv *invocation) writeHelp(w io.Writer) {
 	cmd := inv.path[len(inv.path)-1]
 	fmt.Fprintf(w, "%s: %s\n\nUsage:\n  %s\n", fullName(inv.path), cmd.summary, usageLine(inv.path))
+	for _, arg := range strings.Fields(cmd.args) {
+		if words, ok := argWords[arg]; ok {
+			fmt.Fprintf(w, "\n%s is %s.\n", arg, words)
+		}
+	}
 	if inv.flags != nil && hasFlags(inv.flags) {
 		fmt.Fprint(w, "\nFlags:\n")
 		inv.flags.SetOutput(w)

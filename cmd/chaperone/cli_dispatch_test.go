@@ -28,6 +28,8 @@ func helpSpellings(names []string, c *command) [][]string {
 		append(slices.Clip(names), "--help"),
 		append(slices.Clip(names), "-h"),
 		append([]string{"help"}, names...),
+		// Help on help: "chaperone help --help" is the root's help.
+		slices.Concat([]string{"help"}, names, []string{"--help"}),
 	}
 	if c.run == nil {
 		spellings = append(spellings, append(slices.Clip(names), "help"))
@@ -96,8 +98,8 @@ func TestHelpListsEveryCommandButHiddenOnes(t *testing.T) {
 func TestVersion(t *testing.T) {
 	for _, args := range [][]string{{"--version"}, {"-version"}, {"version"}} {
 		code, stdout, stderr := chaperone(t, args...)
-		if code != 0 || stdout != version+"\n" || stderr != "" {
-			t.Errorf("chaperone %v: exit %d, stdout %q, stderr %q; want 0, %q and nothing", args, code, stdout, stderr, version+"\n")
+		if want := versionLine(buildInfo()) + "\n"; code != 0 || stdout != want || stderr != "" {
+			t.Errorf("chaperone %v: exit %d, stdout %q, stderr %q; want 0, %q and nothing", args, code, stdout, stderr, want)
 		}
 	}
 }
@@ -116,12 +118,14 @@ func TestUsageErrorsShowTheUsage(t *testing.T) {
 		{[]string{"jobs", "frobnicate"}, `unknown command "frobnicate"`, "chaperone jobs <command>"},
 		{[]string{"help", "jobs", "list", "more"}, "no subcommands", "chaperone jobs list [--limit N]"},
 		{[]string{"jobs", "list", "--frobnicate"}, "-frobnicate", "chaperone jobs list [--limit N]"},
-		{[]string{"jobs", "get"}, "want ID", "chaperone jobs get ID"},
+		{[]string{"jobs", "get"}, "jobs get needs the id of a job: the whole id, or its first 8 characters or more", "chaperone jobs get ID"},
+		{[]string{"jobs", "get", "a", "b"}, `jobs get takes ID, got ["a" "b"]`, "chaperone jobs get ID"},
+		{[]string{"keys", "revoke"}, "keys revoke needs the id or the name of a key", "chaperone keys revoke ID|NAME"},
 		{[]string{"keys", "create"}, "--name is required", "chaperone keys create --name NAME"},
-		{[]string{"keys", "revoke", "a", "b"}, "want ID|NAME", "chaperone keys revoke ID|NAME"},
+		{[]string{"keys", "revoke", "a", "b"}, "keys revoke takes ID|NAME", "chaperone keys revoke ID|NAME"},
 		{[]string{"predict", "--sequence", "MK", "--param", "fast"}, "KEY=VALUE", "chaperone predict --sequence S"},
 		{[]string{"--json", "serve"}, "-json", "chaperone serve"},
-		{[]string{"version", "extra"}, "want no arguments", "chaperone version"},
+		{[]string{"version", "extra"}, `version takes no arguments, got ["extra"]`, "chaperone version"},
 		{[]string{"worker", "--slurm-option-for", "folding=--mem=8G"}, `"folding" is neither a model nor a kind`, "chaperone worker"},
 		{[]string{"worker", "--slurm-option-for", "embed"}, "want KIND=OPTION or MODEL=OPTION", "chaperone worker"},
 	} {

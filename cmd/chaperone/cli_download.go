@@ -31,7 +31,7 @@ func (cl *cli) saveAll(ctx context.Context, id, out string) error {
 		return err
 	}
 	if !cl.json {
-		fmt.Fprintf(cl.stderr, "saved %d files in %s\n", n, out)
+		fmt.Fprintf(cl.stderr, "saved %s in %s\n", files(n), out)
 	}
 	return nil
 }
@@ -47,9 +47,17 @@ func (cl *cli) saveArtifacts(ctx context.Context, id, out string, paths []string
 		}
 	}
 	if !cl.json {
-		fmt.Fprintf(cl.stderr, "saved %d files in %s\n", len(paths), out)
+		fmt.Fprintf(cl.stderr, "saved %s in %s\n", files(len(paths)), out)
 	}
 	return nil
+}
+
+// files is "1 file" or "n files".
+func files(n int) string {
+	if n == 1 {
+		return "1 file"
+	}
+	return fmt.Sprintf("%d files", n)
 }
 
 // unzip extracts an archive from the server into dir and returns how many files it

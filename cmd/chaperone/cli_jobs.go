@@ -25,11 +25,11 @@ func jobsList(ctx context.Context, inv *invocation, args []string) error {
 }
 
 func jobsGet(ctx context.Context, inv *invocation, args []string) error {
-	cl, pos, err := inv.connect(inv.clientFlagSet(), args, "ID")
+	cl, id, err := inv.connectToJob(ctx, inv.clientFlagSet(), args)
 	if err != nil {
 		return err
 	}
-	j, err := cl.c.GetJob(ctx, pos[0])
+	j, err := cl.c.GetJob(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -39,19 +39,19 @@ func jobsGet(ctx context.Context, inv *invocation, args []string) error {
 func jobsWait(ctx context.Context, inv *invocation, args []string) error {
 	fs := inv.clientFlagSet()
 	out := fs.String("out", "", "when the job succeeds, save everything it produced into `DIR`")
-	cl, pos, err := inv.connect(fs, args, "ID")
+	cl, id, err := inv.connectToJob(ctx, fs, args)
 	if err != nil {
 		return err
 	}
-	return cl.waitAndSave(ctx, pos[0], *out)
+	return cl.waitAndSave(ctx, id, *out)
 }
 
 func jobsCancel(ctx context.Context, inv *invocation, args []string) error {
-	cl, pos, err := inv.connect(inv.clientFlagSet(), args, "ID")
+	cl, id, err := inv.connectToJob(ctx, inv.clientFlagSet(), args)
 	if err != nil {
 		return err
 	}
-	j, err := cl.c.CancelJob(ctx, pos[0])
+	j, err := cl.c.CancelJob(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -63,11 +63,10 @@ func jobsCancel(ctx context.Context, inv *invocation, args []string) error {
 }
 
 func jobsDelete(ctx context.Context, inv *invocation, args []string) error {
-	cl, pos, err := inv.connect(inv.clientFlagSet(), args, "ID")
+	cl, id, err := inv.connectToJob(ctx, inv.clientFlagSet(), args)
 	if err != nil {
 		return err
 	}
-	id := pos[0]
 	if err := cl.c.DeleteJob(ctx, id); err != nil {
 		return err
 	}
@@ -79,21 +78,20 @@ func jobsDelete(ctx context.Context, inv *invocation, args []string) error {
 }
 
 func jobsResults(ctx context.Context, inv *invocation, args []string) error {
-	cl, pos, err := inv.connect(inv.clientFlagSet(), args, "ID")
+	cl, id, err := inv.connectToJob(ctx, inv.clientFlagSet(), args)
 	if err != nil {
 		return err
 	}
-	return cl.results(ctx, pos[0])
+	return cl.results(ctx, id)
 }
 
 func jobsLogs(ctx context.Context, inv *invocation, args []string) error {
 	fs := inv.clientFlagSet()
 	follow := fs.Bool("follow", false, "keep printing new output until the job ends; exit 1 if it fails")
-	cl, pos, err := inv.connect(fs, args, "ID")
+	cl, id, err := inv.connectToJob(ctx, fs, args)
 	if err != nil {
 		return err
 	}
-	id := pos[0]
 	if *follow {
 		j, err := cl.c.FollowLogs(ctx, id, cl.stdout)
 		if err != nil {
@@ -118,11 +116,10 @@ func jobsDownload(ctx context.Context, inv *invocation, args []string) error {
 		selected = append(selected, v)
 		return nil
 	})
-	cl, pos, err := inv.connect(fs, args, "ID")
+	cl, id, err := inv.connectToJob(ctx, fs, args)
 	if err != nil {
 		return err
 	}
-	id := pos[0]
 	if *out == "" {
 		*out = id
 	}

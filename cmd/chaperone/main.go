@@ -28,9 +28,6 @@ import (
 	"github.com/chaperone-bio/chaperone/worker/remote"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 // root is the command table: every command, in the order help lists them.
 var root = &command{
 	name:    "chaperone",
@@ -72,7 +69,7 @@ func printVersion(inv *invocation, args []string) error {
 	if _, err := parseCommand(inv.flagSet(), args); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintln(inv.stdout, version)
+	_, err := fmt.Fprintln(inv.stdout, versionLine(buildInfo()))
 	return err
 }
 
@@ -183,7 +180,7 @@ func serve(inv *invocation, args []string) error {
 		Addr:             *addr,
 		MetricsAddr:      *metricsAddr,
 		DataDir:          *data,
-		Version:          version,
+		Version:          versionLine(buildInfo()),
 		Logger:           logger,
 		Limits:           limits,
 		PublicURL:        *publicURL,

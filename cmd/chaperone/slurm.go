@@ -29,7 +29,7 @@ type slurmConfig struct {
 }
 
 // runSlurmExecutor runs the worker as a Slurm executor until SIGTERM, then drains it.
-func runSlurmExecutor(sc slurmConfig, queue worker.Queue, logger *slog.Logger, drainTimeout time.Duration) error {
+func runSlurmExecutor(sc slurmConfig, queue worker.Queue, reach func(context.Context) error, logger *slog.Logger, drainTimeout time.Duration) error {
 	if sc.dir == "" {
 		return usageError{errors.New("worker: --slurm needs --slurm-dir, a folder on the cluster's shared filesystem")}
 	}
@@ -55,7 +55,7 @@ func runSlurmExecutor(sc slurmConfig, queue worker.Queue, logger *slog.Logger, d
 		Submit: sc.submit, Binary: sc.binary, Tools: sc.tools, MSAServer: sc.msaServer, Runtime: runtime,
 		Stall: stall, Poll: sc.poll, Probe: probe, Logger: logger})
 
-	return runUntilSignaled(e, logger, drainTimeout, "chaperone Slurm executor running", "id", sc.id, "dir", dir, "models", models)
+	return runUntilSignaled(e, reach, logger, drainTimeout, "chaperone Slurm executor running", "id", sc.id, "dir", dir, "models", models)
 }
 
 // slurmJob is the hidden `chaperone slurm-job DIR`, the script of every batch job the Slurm

@@ -92,9 +92,10 @@ func runWorker(inv *invocation, args []string) error {
 		return usageError{err}
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	reach := func(ctx context.Context) error { return reachServer(ctx, queue, *server, logger) }
 	if *useSlurm {
 		sc.id, sc.slots, sc.msaServer, sc.tools = *id, *slots, msaURL, tools
-		return runSlurmExecutor(sc, queue, logger, *drainTimeout)
+		return runSlurmExecutor(sc, queue, reach, logger, *drainTimeout)
 	}
 
 	w, err := app.NewWorker(app.WorkerConfig{ID: *id, Slots: *slots, DataDir: *data,
@@ -102,7 +103,7 @@ func runWorker(inv *invocation, args []string) error {
 	if err != nil {
 		return err
 	}
-	return runUntilSignaled(w, logger, *drainTimeout, "chaperone worker running", "server", *server, "id", *id)
+	return runUntilSignaled(w, reach, logger, *drainTimeout, "chaperone worker running", "server", *server, "id", *id)
 }
 
 // runner is a worker of either kind: one that runs jobs here, or a Slurm executor.
@@ -110,13 +111,22 @@ type runner interface {
 	Start(ctx context.Context) error
 	Drain(ctx context.Context) error
 	Wait() error
+	// Stopped is closed when the worker stops on its own: the server refused its token.
+	Stopped() <-chan struct{}
 }
 
-// runUntilSignaled runs r until SIGTERM or SIGINT, then drains it for up to drainTimeout
-// and stops it; a second signal ends the process at once.
-func runUntilSignaled(r runner, logger *slog.Logger, drainTimeout time.Duration, running string, attrs ...any) error {
+// runUntilSignaled waits until reach finds the server, then runs r until SIGTERM or
+// SIGINT, drains it for up to drainTimeout and stops it; a second signal ends the process
+// at once. A worker the server refuses stops at once, with the error that says so.
+func runUntilSignaled(r runner, reach func(context.Context) error, logger *slog.Logger, drainTimeout time.Duration, running string, attrs ...any) error {
 	signaled, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if err := reach(signaled); err != nil {
+		if signaled.Err() != nil {
+			return nil // stopped while it waited: nothing ran
+		}
+		return err
+	}
 	// The worker's own context outlives the signal by the drain.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -124,9 +134,45 @@ func runUntilSignaled(r runner, logger *slog.Logger, drainTimeout time.Duration,
 		return err
 	}
 	logger.Info(running, attrs...)
-	<-signaled.Done()
-	stop() // a second signal ends the process at once
-	drain(logger, drainTimeout, r.Drain)
+	select {
+	case <-signaled.Done():
+		stop() // a second signal ends the process at once
+		drain(logger, drainTimeout, r.Drain)
+	case <-r.Stopped():
+	}
 	cancel()
 	return r.Wait()
+}
+
+// Pauses between tries to reach the server at start: doubling from the first to the last.
+const (
+	firstReachPause = time.Second
+	lastReachPause  = 30 * time.Second
+)
+
+// reachServer returns once the server at url answers and takes the worker's token. A worker
+// started before its server (both at boot, or the server restarting) waits for it, saying
+// in the log what it waits for, trying again after a pause that grows to 30 s. A refused
+// token is no reason to wait: it is the error, in one line. ctx ending ends the wait.
+func reachServer(ctx context.Context, q *remote.Client, url string, logger *slog.Logger) error {
+	pause := firstReachPause
+	for {
+		_, err := q.Token(ctx)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, remote.ErrUnauthorized):
+			return fmt.Errorf("the server at %s refused this worker token: it is unknown, revoked, or an API key "+
+				"rather than a worker token (chaperone keys create --worker issues one)", url)
+		case ctx.Err() != nil:
+			return ctx.Err()
+		}
+		logger.Warn("waiting for the server to answer; trying again", "server", url, "in", pause.String(), "error", err.Error())
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		pause = min(2*pause, lastReachPause)
+	}
 }

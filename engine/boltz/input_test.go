@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chaperone-bio/chaperone/bio"
+	"github.com/chaperone-bio/chaperone/engine/toolkit"
 	"github.com/chaperone-bio/chaperone/engine/toolkit/msacache"
 	"github.com/chaperone-bio/chaperone/internal/testpython"
 	"github.com/chaperone-bio/chaperone/job"
@@ -241,7 +242,8 @@ func TestStandInIsStrict(t *testing.T) {
 }
 
 // TestRuntimes: each target gets its own time in the loops, measured between the moments
-// consecutive targets were written, and an equal share of the rest of the run.
+// consecutive targets were written, and an equal share of the rest of the run; an affinity
+// row splits it into its structure's time and its affinity's.
 func TestRuntimes(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -249,7 +251,7 @@ func TestRuntimes(t *testing.T) {
 	m := &monitor{}
 	m.loopStart[phaseStructure], m.loopStart[phaseAffinity] = at(2), at(9.5)
 	results := []*result{
-		{ended: [numPhases]time.Time{phaseStructure: at(9), phaseAffinity: at(11)}},
+		{ended: [numPhases]time.Time{phaseStructure: at(9), phaseAffinity: at(11)}, Target: toolkit.Target{Row: job.PredictionRow{Affinity: &job.Affinity{}}}},
 		{ended: [numPhases]time.Time{phaseStructure: at(5)}},
 		{}, // failed: no loop wrote anything for it
 	}
@@ -267,5 +269,13 @@ func TestRuntimes(t *testing.T) {
 	}
 	if sum < 11.999 || sum > 12.001 {
 		t.Errorf("runtime_s add up to %v, want the wall time 12", sum)
+	}
+	if a := results[0].Row.Affinity; a.StructureRuntimeS == nil || a.RuntimeS == nil ||
+		*a.RuntimeS != 1.5 || *a.StructureRuntimeS != results[0].Row.RuntimeS-1.5 {
+		t.Errorf("the affinity row's split: structure %v, affinity %v; want %.3f and 1.5",
+			a.StructureRuntimeS, a.RuntimeS, results[0].Row.RuntimeS-1.5)
+	}
+	if results[1].Row.Affinity != nil {
+		t.Errorf("a row without affinity got one: %+v", results[1].Row.Affinity)
 	}
 }

@@ -184,9 +184,10 @@ func (o *outcome) recursion(name string) string {
 // measured between the moments Boltz finished writing the results of consecutive targets
 // (the modification times of their files) from the loop's first progress line, plus an
 // equal share of the rest of the run (start-up, input processing and MSA searches, weight
-// loading). The rows of a run add up to the tool's wall time.
+// loading). The rows of a run add up to the tool's wall time. An affinity row splits its
+// runtime_s in two: its own time in the affinity loop, and the rest (the structure's).
 func (o *outcome) runtimes(results []*result) {
-	own := make([]float64, len(results))
+	own := make([][numPhases]float64, len(results))
 	attributed := 0.0
 	for phase := phaseStructure; phase < numPhases; phase++ {
 		start := o.mon.loopStart[phase]
@@ -203,14 +204,24 @@ func (o *outcome) runtimes(results []*result) {
 		prev := start
 		for _, i := range idx {
 			d := max(results[i].ended[phase].Sub(prev).Seconds(), 0)
-			own[i] += d
+			own[i][phase] += d
 			attributed += d
 			prev = later(prev, results[i].ended[phase])
 		}
 	}
 	share := max(o.wall.Seconds()-attributed, 0) / float64(max(len(results), 1))
+	ms := func(s float64) float64 { return math.Round(s*1000) / 1000 }
 	for i, r := range results {
-		r.Row.RuntimeS = math.Round((own[i]+share)*1000) / 1000
+		total := share
+		for _, d := range own[i] {
+			total += d
+		}
+		r.Row.RuntimeS = ms(total)
+		if a := r.Row.Affinity; a != nil {
+			affinity := ms(own[i][phaseAffinity])
+			structure := ms(r.Row.RuntimeS - affinity)
+			a.StructureRuntimeS, a.RuntimeS = &structure, &affinity
+		}
 	}
 }
 

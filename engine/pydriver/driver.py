@@ -42,6 +42,7 @@ import contextlib
 import faulthandler
 import gc
 import importlib
+import importlib.util
 import json
 import os
 import struct
@@ -49,7 +50,10 @@ import sys
 import time
 import traceback
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError:  # the check says that the model package is not installed, if it is not
+    np = None
 
 try:
     import torch
@@ -509,7 +513,13 @@ def main():
     args = parser.parse_args()
     faulthandler.enable()  # a crash in native code still leaves the Python stack in the log
     if args.mode == "check":
-        print(json.dumps({"package": args.package, "version": version(args.package), "missing": missing(args.package)}))
+        # A package that is not there at all is said so, rather than as whatever of its
+        # dependencies (numpy) failed to import first.
+        if importlib.util.find_spec(args.package) is None:
+            print(json.dumps({"package": args.package, "installed": False}))
+            return
+        print(json.dumps({"package": args.package, "installed": True, "version": version(args.package),
+                          "missing": missing(args.package)}))
         return
     if args.mode == "once":
         with open(args.files[0], "rb") as requests, open(args.files[1], "wb") as events:

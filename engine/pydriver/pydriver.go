@@ -204,11 +204,18 @@ func (e *Engine) Check(ctx context.Context, tools engine.Tools) error {
 		return err
 	}
 	// What the worker's interpreter said, and where it is, are the operator's to read.
-	return &engine.CheckError{
-		Public: fmt.Sprintf("no Python interpreter on a worker imports the %s package", e.name),
-		Detail: err.Error(),
+	public := fmt.Sprintf("no Python interpreter on a worker imports the %s package", e.name)
+	if errors.As(err, new(notInstalledError)) {
+		public = fmt.Sprintf("the %s package is not installed", e.name)
 	}
+	return &engine.CheckError{Public: public, Detail: err.Error()}
 }
+
+// notInstalledError is an interpreter without the package at all: said so, and not as
+// whichever of the package's dependencies (numpy) the driver failed to import first.
+type notInstalledError struct{ pkg, python string }
+
+func (e notInstalledError) Error() string { return e.pkg + " is not installed for " + e.python }
 
 // interpreter returns the Python that runs the driver, once it has passed its check. A
 // passed check is not run again until the interpreter's file changes, as the worker checks
@@ -231,9 +238,9 @@ func (e *Engine) interpreter(ctx context.Context, tools engine.Tools) (string, e
 	}
 	if err := e.probe(ctx, python); err != nil {
 		if tools[e.name] == "" {
-			return "", fmt.Errorf("python3 on PATH cannot run the %s models (%v); install %s there, or give an interpreter that has it with --tool %s=PATH", e.name, err, e.install, e.name)
+			return "", fmt.Errorf("python3 on PATH cannot run the %s models: %w; install %s there, or give an interpreter that has it with --tool %s=PATH", e.name, err, e.install, e.name)
 		}
-		return "", err
+		return "", fmt.Errorf("%w; install %s in it", err, e.install)
 	}
 	e.mu.Lock()
 	e.checked[python] = stamp
@@ -253,7 +260,8 @@ func (e *Engine) interpreterPath(tools engine.Tools) (string, error) {
 }
 
 // probe runs the driver's check in python: it imports the package and prints its version.
-// Its output decides, not its exit status. (A session's driver reports the version again
+// Its output decides, not its exit status. Its error says what is wrong, not what to do:
+// the caller adds that. (A session's driver reports the version again
 // when it starts, and every job's log shows it.)
 func (e *Engine) probe(ctx context.Context, python string) error {
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
@@ -275,19 +283,22 @@ func (e *Engine) probe(ctx context.Context, python string) error {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	exit := cmd.Run()
 	var v struct {
-		Version string
-		Missing []string
+		Installed *bool
+		Version   string
+		Missing   []string
 	}
 	// The first JSON value printed is the answer; whatever follows it is not.
-	if err := json.NewDecoder(bytes.NewReader(stdout.Bytes())).Decode(&v); err != nil || v.Version == "" {
+	err = json.NewDecoder(bytes.NewReader(stdout.Bytes())).Decode(&v)
+	switch {
+	case err == nil && v.Installed != nil && !*v.Installed:
+		return notInstalledError{e.name, python}
+	case err != nil || v.Version == "":
 		if exit == nil {
 			exit = fmt.Errorf("no version on its output: %q", stdout.String())
 		}
-		return fmt.Errorf("the %s interpreter %s cannot import %s (%v): %s; install %s", e.name, python, e.name, exit, lastLine(stderr.String()), e.install)
-	}
-	if len(v.Missing) > 0 {
-		return fmt.Errorf("the %s interpreter %s has %s %s, which lacks %s; install %s", e.name, python, e.name, v.Version,
-			strings.Join(v.Missing, ", "), e.install)
+		return fmt.Errorf("the %s interpreter %s cannot import %s (%v): %s", e.name, python, e.name, exit, lastLine(stderr.String()))
+	case len(v.Missing) > 0:
+		return fmt.Errorf("the %s interpreter %s has %s %s, which lacks %s", e.name, python, e.name, v.Version, strings.Join(v.Missing, ", "))
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/pydriver/pydrivertest"
 	"github.com/chaperone-bio/chaperone/engine/toolkit/npy"
+	"github.com/chaperone-bio/chaperone/internal/execfile"
 	"github.com/chaperone-bio/chaperone/job"
 	"github.com/chaperone-bio/chaperone/worker/proc"
 )
@@ -280,9 +281,21 @@ func TestCheckImportsThePackageWithoutLoadingWeights(t *testing.T) {
 	if err := eng.Check(t.Context(), tools); err != nil {
 		t.Fatalf("Check with the stand-in: %v", err)
 	}
-	bare := engine.Tools{"esm": "/usr/bin/python3"}
-	if err := eng.Check(t.Context(), bare); err == nil || !strings.Contains(err.Error(), "cannot import esm") || !strings.Contains(err.Error(), "ModuleNotFoundError") {
-		t.Errorf("Check with a Python that lacks esm = %v; want an error saying it cannot import esm", err)
+	// Debian's Python has numpy but not esm; with -S (no site packages) it has neither, and
+	// the driver then fails on numpy before it would reach esm: either way esm is not
+	// installed, and the check says so, with its advice once.
+	noNumpy := filepath.Join(dir, "python-S")
+	if err := execfile.Write(noNumpy, "#!/bin/sh\nexec /usr/bin/python3 -S \"$@\"\n"); err != nil {
+		t.Fatal(err)
+	}
+	for _, python := range []string{"/usr/bin/python3", noNumpy} {
+		err := eng.Check(t.Context(), engine.Tools{"esm": python})
+		var ce *engine.CheckError
+		if !errors.As(err, &ce) || ce.Public != "the esm package is not installed" ||
+			!strings.HasPrefix(ce.Detail, "esm is not installed for "+python+"; install esm with torch (pip install") ||
+			strings.Contains(ce.Detail, "numpy") || strings.Count(ce.Detail, "pip install") != 1 {
+			t.Errorf("Check with %s, which lacks esm = %#v; want esm not installed, and how to install it once", python, err)
+		}
 	}
 	missing := engine.Tools{"transformers": filepath.Join(dir, "nowhere", "python")}
 	if err := Transformers().Check(t.Context(), missing); err == nil || !strings.Contains(err.Error(), missing["transformers"]) {

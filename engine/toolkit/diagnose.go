@@ -3,6 +3,7 @@ package toolkit
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -61,18 +62,33 @@ func ScriptPackageVersion(ctx context.Context, script, pkg string) (version, unk
 // nothing of the package, so this takes well under a second.
 const versionTimeout = 30 * time.Second
 
+// packageVersionScript prints the version of the package its argument names, or exits with
+// notInstalled when the interpreter has no such package.
+const packageVersionScript = `import sys, importlib.metadata as m
+try:
+    print(m.version(sys.argv[1]))
+except m.PackageNotFoundError:
+    sys.exit(3)`
+
+const notInstalled = 3
+
 // PackageVersion is the version of the Python package pkg as python's importlib.metadata
 // reads it; "" and why when it cannot be told.
 func PackageVersion(ctx context.Context, python, pkg string) (version, unknown string) {
 	ctx, cancel := context.WithTimeout(ctx, versionTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, python, "-c", "import sys, importlib.metadata as m; print(m.version(sys.argv[1]))", pkg)
+	cmd := exec.CommandContext(ctx, python, "-c", packageVersionScript, pkg)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit) && exit.ExitCode() == notInstalled:
+		return "", fmt.Sprintf("%s is not installed for %s", pkg, python)
+	case err != nil:
 		return "", fmt.Sprintf("%s could not tell the version of %s (%v): %s", python, pkg, err, lastLines(stderr.String(), 1))
 	}
 	v := strings.TrimSpace(stdout.String())

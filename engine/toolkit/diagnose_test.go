@@ -18,7 +18,7 @@ func TestToolDiagnose(t *testing.T) {
 	python := func(name, body string) string { return script(t, dir, name, body) }
 	tested := python("python3", `echo 2.2.1`)
 	newer := python("python3.12", `echo 3.0.0`)
-	broken := python("python3.11", `echo "importlib.metadata.PackageNotFoundError: No package metadata was found for fold" >&2; exit 1`)
+	broken := python("python3.11", `echo "OSError: [Errno 13] Permission denied: 'METADATA'" >&2; exit 1`)
 	console := func(name, interpreter string) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte("#!"+interpreter+"\nimport sys\n"), 0o755); err != nil {
@@ -28,6 +28,8 @@ func TestToolDiagnose(t *testing.T) {
 	}
 	good, old, unreadable := console("fold", tested), console("fold-new", newer), console("fold-broken", broken)
 	viaEnv := console("fold-env", "/usr/bin/env "+tested)
+	// Debian's own Python, which has no package named fold.
+	without := console("fold-without", "/usr/bin/python3")
 	binary := script(t, dir, "fold-sh", "exit 0")
 
 	tests := []struct {
@@ -45,7 +47,8 @@ func TestToolDiagnose(t *testing.T) {
 		{"--tool names no file", engine.Tools{"fold": filepath.Join(dir, "nope")}, "", "--tool fold=" + filepath.Join(dir, "nope"), "", false, "the tool was not found"},
 		{"not on PATH", nil, "", "fold on PATH", "", false, "the tool was not found"},
 		{"not a Python script", engine.Tools{"fold": binary}, binary, "--tool fold=" + binary, "", false, "is not a Python console script"},
-		{"the package is not in its Python", engine.Tools{"fold": unreadable}, unreadable, "--tool fold=" + unreadable, "", false, "PackageNotFoundError"},
+		{"its Python cannot read the package", engine.Tools{"fold": unreadable}, unreadable, "--tool fold=" + unreadable, "", false, "could not tell the version of fold (exit status 1): OSError"},
+		{"the package is not in its Python", engine.Tools{"fold": without}, without, "--tool fold=" + without, "", false, "fold is not installed for /usr/bin/python3"},
 	}
 	for _, tt := range tests {
 		tl := &Tool{Name: "fold"}

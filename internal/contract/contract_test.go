@@ -149,8 +149,14 @@ func catalog() []byte {
 		"embed_sequences_per_job", "embed_residues_per_sequence", "request_body_bytes",
 		"active_jobs_per_owner", "creates_per_owner_per_minute", "queued_jobs", "retained_jobs",
 		"list_default", "list_max", "wait_default_seconds", "wait_max_seconds",
-		"boltzgen_designs_per_job", "rfd3_designs_per_job", "name_chars", "predict_runtime_seconds",
-		"design_runtime_seconds", "embed_runtime_seconds", "stall_seconds"} {
+		"boltzgen_designs_per_job", "rfd3_designs_per_job", "name_chars", "connections_per_client", "held_waits_per_client", "predict_runtime_seconds",
+		"design_runtime_seconds", "embed_runtime_seconds", "stall_seconds",
+		"max_residues", "max_chains_per_complex", "max_ligands_per_complex", "max_constraints_per_complex",
+		"max_complexes", "max_designs", "max_budget", "max_rfd3_designs", "max_rfd3_timesteps",
+		"max_structure_chars", "max_embed_sequences", "max_embed_sequence_residues", "max_recycling_steps",
+		"max_sampling_steps", "max_diffusion_samples", "max_active_jobs_per_ip", "max_active_jobs_per_session",
+		"max_submits_per_min", "max_submits_per_min_per_ip", "max_retained_jobs", "max_runtime_predict_s",
+		"max_runtime_design_s", "max_runtime_embed_s", "max_stall_s", "max_stall_design_s", "max_stall_embed_s"} {
 		limits[k] = 1
 	}
 	return object(map[string]any{

@@ -36,18 +36,21 @@ func (s *Store) PutWorker(ctx context.Context, w store.Worker) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO workers (id, models, missing, loaded, slots, busy, seen_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)
+	_, err = s.pool.Exec(ctx, `INSERT INTO workers (id, models, missing, loaded, slots, seen_at)
+		VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (id) DO UPDATE SET models = excluded.models, missing = excluded.missing,
-			loaded = excluded.loaded, slots = excluded.slots, busy = excluded.busy, seen_at = excluded.seen_at`,
-		w.ID, models, missing, loaded, w.Slots, w.Busy, w.SeenAt)
+			loaded = excluded.loaded, slots = excluded.slots, seen_at = excluded.seen_at`,
+		w.ID, models, missing, loaded, w.Slots, w.SeenAt)
 	return err
 }
 
-// LiveWorkers implements store.Workers, ordered by id.
+// LiveWorkers implements store.Workers, ordered by id. Busy counts the running jobs each
+// holds (few: one per slot), through the partial index of running jobs.
 func (s *Store) LiveWorkers(ctx context.Context, since time.Time) ([]store.Worker, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, models, missing, loaded, slots, busy, seen_at
-		FROM workers WHERE seen_at >= $1 ORDER BY id`, since)
+	rows, err := s.pool.Query(ctx, `SELECT w.id, w.models, w.missing, w.loaded, w.slots,
+			(SELECT count(*)::integer FROM jobs j WHERE j.status = 'running' AND j.worker_id = w.id),
+			w.seen_at
+		FROM workers w WHERE w.seen_at >= $1 ORDER BY w.id`, since)
 	if err != nil {
 		return nil, err
 	}

@@ -23,19 +23,22 @@ func (s *Store) PutWorker(ctx context.Context, w store.Worker) error {
 		return err
 	}
 	return s.write(ctx, func(ctx context.Context, tx *sql.Tx, _ func(...string)) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO workers (id, models, missing, loaded, slots, busy, seen_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)
+		_, err := tx.ExecContext(ctx, `INSERT INTO workers (id, models, missing, loaded, slots, seen_at)
+			VALUES (?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET models = excluded.models, missing = excluded.missing,
-				loaded = excluded.loaded, slots = excluded.slots, busy = excluded.busy, seen_at = excluded.seen_at`,
-			w.ID, string(models), string(missing), jsonList(w.Loaded), w.Slots, w.Busy, w.SeenAt.UnixMilli())
+				loaded = excluded.loaded, slots = excluded.slots, seen_at = excluded.seen_at`,
+			w.ID, string(models), string(missing), jsonList(w.Loaded), w.Slots, w.SeenAt.UnixMilli())
 		return err
 	})
 }
 
-// LiveWorkers implements store.Workers, ordered by id.
+// LiveWorkers implements store.Workers, ordered by id. Busy counts the running jobs each
+// holds (few: one per slot), through the partial index of running jobs.
 func (s *Store) LiveWorkers(ctx context.Context, since time.Time) ([]store.Worker, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, models, missing, loaded, slots, busy, seen_at
-		FROM workers WHERE seen_at >= ? ORDER BY id`, since.UnixMilli())
+	rows, err := s.r.QueryContext(ctx, `SELECT w.id, w.models, w.missing, w.loaded, w.slots,
+			(SELECT count(*) FROM jobs j WHERE j.status = 'running' AND j.worker_id = w.id),
+			w.seen_at
+		FROM workers w WHERE w.seen_at >= ? ORDER BY w.id`, since.UnixMilli())
 	if err != nil {
 		return nil, err
 	}

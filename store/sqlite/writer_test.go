@@ -42,8 +42,8 @@ func TestGroupCommitIsolatesWrites(t *testing.T) {
 			}()
 			id := fmt.Sprint("w", i)
 			err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, _ func(...string)) error {
-				if _, err := tx.ExecContext(ctx, `INSERT INTO workers (id, models, missing, slots, busy, seen_at)
-					VALUES (?, '[]', '{}', 1, 0, 0)`, id); err != nil {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO workers (id, models, missing, slots, seen_at)
+					VALUES (?, '[]', '{}', 1, 0)`, id); err != nil {
 					return err
 				}
 				switch i % 3 {

@@ -39,7 +39,7 @@ func testWorkers(t *testing.T, open func(*testing.T) store.Store) {
 
 	gpu := store.Worker{ID: "gpu-node-1", Models: []string{"boltz2", "esmfold2"},
 		Missing: map[string]string{"openfold3": "command run_openfold not found on PATH"},
-		Loaded:  []string{"esmfold2"}, Slots: 2, Busy: 1, SeenAt: t0}
+		Loaded:  []string{"esmfold2"}, Slots: 2, SeenAt: t0}
 	cpu := store.Worker{ID: "cpu-node", Models: []string{"esmc-600m"}, Slots: 1, SeenAt: t0.Add(-5 * time.Minute)}
 	for _, w := range []store.Worker{gpu, cpu} {
 		if err := s.PutWorker(ctx, w); err != nil {
@@ -49,7 +49,21 @@ func testWorkers(t *testing.T, open func(*testing.T) store.Store) {
 	live(t0.Add(-time.Minute), gpu)
 	live(t0.Add(-5*time.Minute), cpu, gpu) // seen at since counts as live
 
-	gpu2 := store.Worker{ID: gpu.ID, Models: []string{"boltz2"}, Slots: 2, Busy: 2, SeenAt: t0.Add(30 * time.Second)}
+	// Busy counts the jobs a worker holds, from the moment it leases one to the moment the
+	// job leaves it, whatever the worker last announced: a queued job can say at once that
+	// every slot is taken.
+	first := lease(t, s, create(t, s, newJobOf(alice, "boltz2")), gpu.ID, t0)
+	lease(t, s, create(t, s, newJobOf(bob, "boltz2")), gpu.ID, t0)
+	lease(t, s, create(t, s, newJobOf(alice, "esmc-600m")), "another-worker", t0)
+	gpu.Busy = 2
+	live(t0.Add(-time.Minute), gpu)
+	if err := s.CompleteJob(ctx, first.ID, first.Attempt, store.Outcome{Status: job.Failed, Error: "out of memory", Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	gpu.Busy = 1
+	live(t0.Add(-time.Minute), gpu)
+
+	gpu2 := store.Worker{ID: gpu.ID, Models: []string{"boltz2"}, Slots: 2, Busy: 1, SeenAt: t0.Add(30 * time.Second)}
 	if err := s.PutWorker(ctx, gpu2); err != nil {
 		t.Fatal(err)
 	}

@@ -50,6 +50,23 @@ function h(tag, attrs = {}, ...children) {
 
 const fmtTime = s => (s ? new Date(s).toLocaleString() : "—");
 
+// fmtWhen is a time short enough for a list on a phone: the time of day for today, the
+// day for this year, the date before that. The full time is the element's title.
+function fmtWhen(s) {
+  if (!s) return "—";
+  const d = new Date(s), now = new Date();
+  const text = d.toDateString() === now.toDateString() ? d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })
+    : d.getFullYear() === now.getFullYear() ? d.toLocaleDateString([], { month: "short", day: "numeric" })
+    : d.toISOString().slice(0, 10);
+  return h("time", { datetime: s, title: d.toLocaleString() }, text);
+}
+
+const KIND_LABELS = { predict: "Structure prediction", design: "Design", embed: "Embedding" };
+
+// jobTitle is a job's name, else its kind and the first 8 characters of its id (as the
+// command line shows them, and takes them).
+const jobTitle = j => j.name || `${KIND_LABELS[j.kind]} ${j.id.slice(0, 8)}`;
+
 function fmtDuration(ms) {
   const s = Math.max(0, Math.round(ms / 1000));
   if (s < 60) return `${s}s`;
@@ -226,9 +243,13 @@ function modelOption(m) {
   return h("option", { value: m.id }, m.available ? `${m.name} (${m.id})` : `${m.name} (${m.id}) — unavailable`);
 }
 
+// availabilityNote says why a model cannot run, in the server's words ("the boltz command
+// is not installed"): no retry would help until the operator sets a worker up for it, so
+// the form does not offer to submit (see submitForm).
 function availabilityNote(m) {
   return m && !m.available
-    ? h("p", { class: "note" }, `${m.name} is unavailable: ${m.unavailable_reason || "no worker of this server can run it right now"}. The server refuses jobs for it (503) until a worker that can run it is connected.`)
+    ? h("p", { class: "note", id: "unavailable" }, `${m.name} cannot run on this server: ${m.unavailable_reason || "no worker can run it"}. `,
+      "Submitting is off until a worker that can run it connects; its operator can run chaperone doctor on the worker to see what it needs.")
     : null;
 }
 
@@ -237,14 +258,18 @@ async function submitForm(cat, kind, area) {
   const form = h("form", { novalidate: true });
   const alert = h("div", { class: "alert", role: "alert" });
   const name = h("input", { type: "text", maxlength: cat.limits.name_chars, placeholder: "optional label" });
+  const submit = h("button", { type: "submit", "aria-describedby": "unavailable" }, "Submit");
   let current, readBody, paramsOf;
   const body = h("div");
+  // offer allows a submit only for a model that a worker can run now.
+  const offer = model => { submit.disabled = !model?.available; };
 
   if (kind === "design") {
     const protocol = h("select", {}, cat.protocols.map(p => h("option", { value: p.id }, `${p.id} — ${p.description}`)));
     const paint = () => {
       current = cat.protocols.find(p => p.id === protocol.value);
       const model = cat.models.find(m => m.id === current.model);
+      offer(model);
       const parts = [availabilityNote(model)];
       const specBox = h("textarea", { spellcheck: "false", placeholder: "entities:\n  - protein: ..." });
       const structure = h("textarea", { spellcheck: "false", placeholder: "PDB or mmCIF text of the target" });
@@ -282,6 +307,7 @@ async function submitForm(cat, kind, area) {
       : ">seq1\nMKTAYIAKQRQISFVKSHFSRQ…\n>seq2\n…\n\nOne sequence, or FASTA with up to " + cat.limits.embed_sequences_per_job });
     const paint = () => {
       current = models.find(m => m.id === select.value);
+      offer(current);
       const limit = kind === "predict" ? `Up to ${current.max_residues} residues per structure.` : `Up to ${cat.limits.embed_residues_per_sequence} residues per sequence.`;
       body.replaceChildren(...[availabilityNote(current),
         field(`${kind}-input`, kind === "predict" ? "Sequence, FASTA or YAML" : "Sequences", input,
@@ -296,11 +322,12 @@ async function submitForm(cat, kind, area) {
   }
 
   form.append(body, field(`${kind}-name`, "Name", name, { fields: ["name"] }), alert,
-    h("div", { class: "row" }, h("button", { type: "submit" }, "Submit")));
+    h("div", { class: "row" }, submit));
   form.addEventListener("submit", async ev => {
     ev.preventDefault();
+    if (submit.disabled) return;
     clearErrors(form);
-    const button = form.querySelector("button[type=submit]");
+    const button = submit;
     button.disabled = true;
     try {
       const req = { ...readBody(), params: paramValues(form, paramsOf() || {}) };
@@ -349,20 +376,28 @@ function showProblem(form, alert, r) {
       return;
     }
   }
-  const retry = r.res.headers.get("Retry-After");
+  // A 429's wait is real: the quota frees up. A 503's Retry-After (5 minutes for a model no
+  // worker offers) is for programs; a person is told what the detail says is missing.
+  const retry = r.status === 429 && r.res.headers.get("Retry-After");
   alert.textContent = detail + (retry ? ` Try again in ${fmtDuration(Number(retry) * 1000)}.` : "");
 }
 
 // ---- the job list ----
 
+// jobsTable lists jobs in three columns, so that it fits a phone: the job (its title, and
+// its model under it), its status with its progress, and when it was created.
 function jobsTable(jobs) {
-  if (!jobs.length) return h("p", { class: "empty" }, "No jobs yet. Jobs you submit from this browser appear here.");
+  if (!jobs.length) {
+    return h("div", { class: "empty" }, h("p", {}, "No jobs yet. Jobs you submit from this browser appear here."),
+      h("p", {}, "A job belongs to whoever sent it: one sent with an API key belongs to that key, and one sent without a key ",
+        "(curl, a script) to the address it came from, not to this browser. To see a key's jobs here, paste the key under ",
+        h("b", {}, "API key"), " at the top of the page; chaperone jobs list shows the jobs of your address."));
+  }
   const columns = [
-    { key: "name", label: "Name", render: j => h("a", { href: `#/job/${j.id}` }, j.name || j.id) },
-    { key: "status", label: "Status", render: j => pill(j.status) },
-    { key: "model", label: "Model", render: j => j.model ?? j.protocol ?? "—" },
-    { key: "progress", label: "Progress", render: progressBar },
-    { key: "created_at", label: "Created", render: j => fmtTime(j.created_at) },
+    { key: "name", label: "Job", render: j => [h("a", { href: `#/job/${j.id}` }, jobTitle(j)),
+      h("span", { class: "sub" }, j.model ?? j.protocol ?? "")] },
+    { key: "status", label: "Status", render: j => [pill(j.status), progressBar(j)] },
+    { key: "created_at", label: "Created", render: j => fmtWhen(j.created_at) },
   ];
   return sortableTable(columns, jobs, { label: "Your jobs" });
 }
@@ -508,9 +543,9 @@ function renderJobHead(head, job, signal) {
     if (r.ok) location.hash = "#/";
   } }, "Delete job");
   actions.append(del);
-  const kindLabel = { predict: "Structure prediction", design: "Design", embed: "Embedding" }[job.kind];
+  const kindLabel = KIND_LABELS[job.kind];
   head.replaceChildren(...[
-    h("h1", {}, job.name || `${kindLabel} ${job.id.slice(0, 8)}`),
+    h("h1", {}, jobTitle(job)),
     h("div", { class: "meta" },
       pill(job.status), h("span", {}, kindLabel), h("span", {}, h("b", {}, job.model ?? job.protocol ?? "")),
       h("span", {}, "id ", h("code", {}, job.id))),

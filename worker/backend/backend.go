@@ -11,6 +11,7 @@ package backend
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"time"
@@ -85,7 +86,7 @@ func (q *Queue) Timing() worker.Timing {
 
 func (q *Queue) Announce(ctx context.Context, a worker.Announcement) (worker.Timing, error) {
 	err := q.cfg.Store.PutWorker(ctx, store.Worker{ID: a.WorkerID, Models: a.Models, Missing: a.Missing,
-		Loaded: a.Loaded, Slots: a.Slots, Busy: a.Busy, SeenAt: q.cfg.Now()})
+		Loaded: a.Loaded, Slots: a.Slots, SeenAt: q.cfg.Now()})
 	return q.Timing(), err
 }
 
@@ -240,6 +241,7 @@ func (q *Queue) Complete(ctx context.Context, c worker.Completion) error {
 func (q *Queue) ReleaseWorker(ctx context.Context, workerID string) error {
 	released, err := q.cfg.Store.ReleaseWorker(ctx, workerID, q.cfg.Now(), q.cfg.MaxAttempts)
 	for _, r := range released {
+		q.endAttempt(ctx, r, "lost: the worker running it started again, and what it ran before died with it")
 		q.tidy(ctx, r.ID)
 	}
 	return err
@@ -248,9 +250,24 @@ func (q *Queue) ReleaseWorker(ctx context.Context, workerID string) error {
 func (q *Queue) HandBack(ctx context.Context, workerID string) error {
 	handed, err := q.cfg.Store.HandBack(ctx, workerID, q.cfg.Now())
 	for _, r := range handed {
+		q.endAttempt(ctx, r, "handed back: its worker shut down before it ended, so it does not count as an attempt")
 		q.tidy(ctx, r.ID)
 	}
 	return err
+}
+
+// endAttempt closes the run log's account of an attempt that the server ended rather than
+// its worker (whose writes it refuses now, if the worker is there at all), so that every
+// attempt's part of the log ends with how it ended: here how, and what becomes of the job.
+func (q *Queue) endAttempt(ctx context.Context, r store.Recovered, how string) {
+	next := "the job goes back to the queue"
+	if r.Failed {
+		next = "that was its last attempt: the job failed"
+	}
+	line := fmt.Sprintf("== chaperone: attempt %d %s; %s ==\n", r.Attempt, how, next)
+	if err := artifact.EndLog(ctx, q.cfg.Artifacts, r.ID, r.Attempt, line); err != nil {
+		q.cfg.Logger.Warn("closing the log of an attempt", "job", r.ID, "attempt", r.Attempt, "error", err.Error())
+	}
 }
 
 func (q *Queue) RemoveWorker(ctx context.Context, workerID string) error {
@@ -294,6 +311,8 @@ func (q *Queue) RecoverExpired(ctx context.Context) {
 	}
 	for _, r := range recovered {
 		q.cfg.Logger.Info("reaper: recovered a job whose worker was lost", "job", r.ID, "attempt", r.Attempt, "failed", r.Failed)
+		q.endAttempt(ctx, r, fmt.Sprintf("lost: nothing renewed its lease for %s (its worker stopped, lost the server, "+
+			"or gave the attempt up)", q.cfg.LeaseTTL))
 		q.tidy(ctx, r.ID)
 	}
 }

@@ -17,7 +17,6 @@
 package remote
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -65,7 +64,7 @@ type TokenInfo struct {
 }
 
 // ErrUnauthorized is the answer to a missing, unknown, revoked or non-worker token.
-var ErrUnauthorized = errors.New("remote: the server refused the worker token (unknown, revoked, or not a worker token)")
+var ErrUnauthorized = fmt.Errorf("remote: %w (unknown, revoked, or not a worker token)", worker.ErrRefused)
 
 func parseFence(id, attempt string) (worker.Fence, error) {
 	if !job.ValidID(id) {

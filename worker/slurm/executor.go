@@ -80,8 +80,9 @@ type Submit struct {
 
 // Executor submits leased jobs to Slurm and follows them. See the package doc.
 type Executor struct {
-	cfg Config
-	log *slog.Logger
+	cfg     Config
+	log     *slog.Logger
+	refusal worker.Refusal
 
 	leasing     context.Context // ends when the executor stops taking work
 	stopLeasing context.CancelFunc
@@ -153,6 +154,7 @@ func (e *Executor) Start(ctx context.Context) error {
 	if err := e.adopt(ctx); err != nil {
 		return err
 	}
+	ctx = e.refusal.Arm(ctx)
 	e.leasing, e.stopLeasing = context.WithCancel(ctx)
 	e.wg.Go(func() { e.lease(ctx) })
 	e.wg.Go(func() { e.follow(ctx) })
@@ -178,9 +180,14 @@ func (e *Executor) Drain(ctx context.Context) error {
 	return nil
 }
 
+// Stopped is closed when the executor stopped on its own, the server having refused its
+// token; Wait then returns worker.ErrRevoked.
+func (e *Executor) Stopped() <-chan struct{} { return e.refusal.Stopped() }
+
 // Wait returns once the executor stopped after its context ended: the batch jobs still
 // held are canceled in Slurm, their folders removed, and their jobs handed back to the
-// queue without using up an attempt.
+// queue without using up an attempt (unless the server refused the executor: then their
+// leases run out).
 func (e *Executor) Wait() error {
 	e.wg.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -191,6 +198,9 @@ func (e *Executor) Wait() error {
 	for _, t := range left {
 		e.cancel(ctx, t)
 		os.RemoveAll(t.dir)
+	}
+	if err := e.refusal.Err(); err != nil {
+		return err
 	}
 	if err := e.cfg.Queue.HandBack(ctx, e.cfg.WorkerID); err != nil {
 		e.log.Warn("handing back jobs at shutdown", "error", err.Error())
@@ -247,9 +257,8 @@ func (e *Executor) leaseTiming() worker.Timing {
 }
 
 func (e *Executor) announce(ctx context.Context) error {
-	busy := e.busy()
 	e.mu.Lock()
-	a := worker.Announcement{WorkerID: e.cfg.WorkerID, Models: e.models, Missing: e.missing, Slots: e.cfg.Slots, Busy: busy}
+	a := worker.Announcement{WorkerID: e.cfg.WorkerID, Models: e.models, Missing: e.missing, Slots: e.cfg.Slots}
 	e.mu.Unlock()
 	t, err := worker.Announce(ctx, e.cfg.Queue, a)
 	if err != nil {
@@ -268,7 +277,7 @@ func (e *Executor) keepAnnouncing(ctx context.Context) {
 			return
 		case <-time.After(e.leaseTiming().LeaseTTL / 3):
 		}
-		if err := e.announce(ctx); err != nil && ctx.Err() == nil {
+		if err := e.announce(ctx); err != nil && ctx.Err() == nil && !e.refusal.Check(err) {
 			e.log.Warn("announcing failed", "error", err.Error())
 		}
 	}
@@ -289,7 +298,7 @@ func (e *Executor) lease(ctx context.Context) {
 		e.mu.Unlock()
 		l, err := e.cfg.Queue.Lease(e.leasing, worker.LeaseRequest{WorkerID: e.cfg.WorkerID, Models: models,
 			Wait: e.cfg.LeaseWait})
-		if err != nil && e.leasing.Err() == nil {
+		if err != nil && e.leasing.Err() == nil && !e.refusal.Check(err) {
 			e.log.Warn("lease failed", "error", err.Error())
 			select {
 			case <-time.After(time.Second):
@@ -553,7 +562,7 @@ func (e *Executor) heartbeat(ctx context.Context, t *tracked, hb worker.Heartbea
 		e.log.Info("lease lost; canceling the Slurm job", "job", t.lease.JobID, "slurm_job", t.slurmID)
 		t.lost = true
 		e.cancel(ctx, t)
-	case err != nil && ctx.Err() == nil:
+	case err != nil && ctx.Err() == nil && !e.refusal.Check(err):
 		e.log.Warn("heartbeat failed", "job", t.lease.JobID, "error", err.Error())
 	}
 }

@@ -210,6 +210,9 @@ class PredictionRow(TypedDict, total=False):
     affinity_probability_binary1: Optional[float]
     affinity_pred_value2: Optional[float]
     affinity_probability_binary2: Optional[float]
+    # runtime_s split between the structure and the affinity predictions
+    structure_runtime_s: float
+    affinity_runtime_s: float
 
 
 class Design(TypedDict):
