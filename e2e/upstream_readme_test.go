@@ -63,7 +63,7 @@ func TestUpstreamREADMEOnACPU(t *testing.T) {
 			return strings.Contains(out, `"status": "succeeded"`) && strings.Contains(out, `"error": null`)
 		},
 		func(string) bool {
-			_, err := os.Stat(filepath.Join(dir, "lysozyme", "target_1.cif"))
+			_, err := os.Stat(filepath.Join(dir, "short-protein", "target_1.cif"))
 			return err == nil
 		},
 	}
