@@ -339,7 +339,7 @@ func TestLocalFailures(t *testing.T) {
 	}{
 		{name: "a failing step", script: `if [ "$1" = search ]; then echo "Error: the prefilter died" >&2; exit 1; fi`,
 			wantErr: "mmseqs search qdb "},
-		{name: "cancel stops mmseqs and what it runs", script: `if [ "$1" = search ]; then sleep 60 & echo $! > "$PIDS"; wait; fi`,
+		{name: "cancel stops mmseqs and what it runs", script: `if [ "$1" = search ]; then sleep 60 & echo $! > "$PIDS.new"; mv "$PIDS.new" "$PIDS"; wait; fi`,
 			cancel: true, wantErr: "mmseqs search: context canceled"},
 	}
 	for _, tc := range tests {
