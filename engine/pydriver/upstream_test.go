@@ -66,17 +66,23 @@ func TestUpstreamCheckAndDoctor(t *testing.T) {
 		if d.Version != tc.env.Pin.Version || !d.VersionTested() {
 			t.Errorf("%s: doctor read version %q (%s), tested %v; want the pinned %s", tc.eng.Name(), d.Version, d.VersionUnknown, d.Tested, tc.env.Pin.Version)
 		}
+		folders := 0
 		for _, w := range d.Weights {
 			switch {
 			case slices.Equal(w.Models, []string{"esmc-300m"}):
+				folders++
 				if w.Path != folder || w.State != engine.WeightsPresent {
 					t.Errorf("esmc-300m's folder: %+v; want %s present", w, folder)
 				}
 			case slices.Equal(w.Models, []string{"saprot-650m"}):
+				folders++
 				if w.State != engine.WeightsMissing || w.Note != "no config.json in it" {
 					t.Errorf("an empty folder for saprot-650m: %+v; want missing, saying why", w)
 				}
 			}
+		}
+		if folders != 1 {
+			t.Errorf("%s: doctor reported %d of its model's folders; want 1 (%+v)", tc.eng.Name(), folders, d.Weights)
 		}
 	}
 	var repos map[string]string
