@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -53,17 +54,17 @@ func (q Query) distinct() ([]string, error) {
 type Result struct {
 	// Chains is the query's distinct sequences, in the order they first appear; the
 	// alignments below are in the same order.
-	Chains []string
+	Chains []string `json:"chains"`
 	// Unpaired holds each chain's A3M, whose first row is the chain itself. It depends on
 	// the chain and on Source but its Pairing, not on the chain's partners.
-	Unpaired []string
+	Unpaired []string `json:"unpaired"`
 	// Paired holds, for two or more distinct chains, each chain's paired A3M: its row i
 	// comes, in every chain, from the same organism, so they are read side by side. It
 	// depends on all of Chains, in order, and Source.Pairing. It is nil for one distinct
 	// chain, and for a local search without taxonomy.
-	Paired []string
+	Paired []string `json:"paired,omitempty"`
 	// Source is what else determined the result.
-	Source Source
+	Source Source `json:"source"`
 }
 
 // Chain returns the alignments of one of the query's sequences: its unpaired A3M and its
@@ -80,21 +81,36 @@ func (r Result) Chain(seq string) (unpaired, paired string, ok bool) {
 	return "", "", false
 }
 
+// Find returns the result, among results, of a search of chains: the one whose Chains
+// are chains' distinct sequences in the order they first appear. ok is false when none is.
+func Find(results []Result, chains []string) (r Result, ok bool) {
+	want, err := Query{Chains: chains}.distinct()
+	if err != nil {
+		return Result{}, false
+	}
+	for _, r := range results {
+		if slices.Equal(r.Chains, want) {
+			return r, true
+		}
+	}
+	return Result{}, false
+}
+
 // Source is what determines a search's result besides the sequences: a cache key holds
 // it whole, since a change of any part changes the alignments.
 type Source struct {
 	// Server is the URL of the server a Remote searches on; "" for Local.
-	Server string
+	Server string `json:"server,omitempty"`
 	// Database names the databases a Local searches and the mmseqs version, by content
 	// (names and file sizes) rather than by folder, so that copies of the same databases
 	// on several machines share it; "" for Remote.
-	Database string
+	Database string `json:"database,omitempty"`
 	// Mode shapes every unpaired A3M: the server's mode (env or env-nofilter), or for
 	// Local env with an environmental database and all without, as ColabFold names them.
-	Mode string
+	Mode string `json:"mode"`
 	// Pairing shapes every paired A3M: the server's pair mode (pairgreedy, paircomplete,
 	// either with -env), or paircomplete for Local; "" when the searcher never pairs.
-	Pairing string
+	Pairing string `json:"pairing,omitempty"`
 }
 
 // String gives every part of s on one line.

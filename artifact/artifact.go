@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	iofs "io/fs"
+	"time"
 )
 
 // ErrNotFound is returned for a file or log that does not exist.
@@ -41,6 +42,29 @@ type Store interface {
 	DeleteJob(ctx context.Context, jobID string) error
 	// Jobs lists the job ids that have files, for sweeping orphans.
 	Jobs(ctx context.Context) ([]string, error)
+}
+
+// Shared keeps files that belong to no job, under names of the caller's choosing: the
+// alignment cache, which every replica and worker on the same store reads, so that a
+// search is made once for the whole cluster. Names are slash-separated paths of lower-case
+// letters, digits, '.', '_' and '-' (CheckSharedName).
+type Shared interface {
+	// PutShared writes the named file whole, replacing any before it: a reader opens the
+	// old file or the new one, never part of one.
+	PutShared(ctx context.Context, name string, r io.Reader) error
+	// OpenShared reads the named file; ErrNotFound when there is none.
+	OpenShared(ctx context.Context, name string) (File, error)
+	// ListShared lists the files whose names start with prefix, in no particular order.
+	ListShared(ctx context.Context, prefix string) ([]SharedFile, error)
+	// DeleteShared removes the named file; a missing one is no error.
+	DeleteShared(ctx context.Context, name string) error
+}
+
+// SharedFile is one file of a Shared store.
+type SharedFile struct {
+	Name    string
+	Size    int64
+	ModTime time.Time // when it was written
 }
 
 // File is an open file of a store. It seeks, so that an HTTP range request (a resumed

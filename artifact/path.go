@@ -46,3 +46,22 @@ func CheckPath(p string) error {
 	}
 	return nil
 }
+
+// CheckSharedName checks the name of a Shared file: slash-separated parts of lower-case
+// letters, digits, '.', '_' and '-', none empty, "." or "..", at most 512 bytes in all.
+func CheckSharedName(name string) error {
+	if name == "" || len(name) > 512 {
+		return fmt.Errorf("%w: shared name %q is empty or longer than 512 bytes", ErrInvalidPath, name)
+	}
+	for part := range strings.SplitSeq(name, "/") {
+		if part == "" || part == "." || part == ".." {
+			return fmt.Errorf("%w: shared name %q has an empty, \".\" or \"..\" part", ErrInvalidPath, name)
+		}
+		for _, c := range part {
+			if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+				return fmt.Errorf("%w: shared name %q has %q; use lower-case letters, digits, '.', '_' and '-'", ErrInvalidPath, name, c)
+			}
+		}
+	}
+	return nil
+}

@@ -91,6 +91,21 @@ var ccdHeavyAtoms = map[string]int{
 	"MES": 12, "IMD": 5, "CIT": 13, "SF4": 8, "FES": 4, "HOH": 1,
 }
 
+// SearchChains lists the protein chains whose alignment the MSA server gives when the
+// job allows it (MSAAuto): one sequence per chain copy, entity by entity, copies in order.
+// They are searched together (job.Search), so that a complex's chains are also paired.
+func (cx *Complex) SearchChains() []string {
+	var out []string
+	for _, en := range cx.Entities {
+		if en.Kind == Protein && en.MSA.Source == MSAAuto {
+			for range en.IDs {
+				out = append(out, en.Sequence)
+			}
+		}
+	}
+	return out
+}
+
 // MSASource says where a protein's multiple sequence alignment comes from.
 type MSASource string
 

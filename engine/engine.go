@@ -9,6 +9,7 @@ import (
 	"context"
 	"io"
 
+	"github.com/chaperone-bio/chaperone/align"
 	"github.com/chaperone-bio/chaperone/bio"
 	"github.com/chaperone-bio/chaperone/job"
 )
@@ -55,6 +56,11 @@ type Run struct {
 	// none. Runs of several slots share it, so writes into it must be atomic.
 	CacheDir string
 	Tools    Tools
+	// Alignments are the alignments the alignment stage searched for the job, one per
+	// search of Job.Searches (align.Find picks a target's by its chains): an engine hands
+	// them to its tool as files and never lets the tool search itself. A search the job
+	// does not list (use_msa_server off, every chain's alignment sent) has none.
+	Alignments []align.Result
 	// Log receives the run log: the tool's output and the engine's own notes.
 	Log io.Writer
 	// Report records progress; the worker forwards it to the store.

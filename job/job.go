@@ -74,6 +74,13 @@ type Job struct {
 	RunModel string
 	Params   map[string]any // accepted params: clamped, defaults filled in
 	Input    Input
+	// Searches are the alignment searches the job needs before a worker runs it, one per
+	// target with protein chains to align (use_msa_server on, no alignment sent), in target
+	// order; none for a job that needs none.
+	Searches []Search
+	// Aligning is true while the searches are still to be done: the job is queued, but no
+	// worker can lease it until the alignment stage has searched them.
+	Aligning bool
 
 	Status   Status
 	Stage    string
@@ -120,6 +127,13 @@ type Target struct {
 type NamedSequence struct {
 	ID       string `json:"id"`
 	Sequence string `json:"sequence"`
+}
+
+// Search is one alignment search: the protein chains of one target, aligned together so
+// that a complex's chains are also paired. Chains holds one sequence per chain copy, in
+// the target's order; a sequence may repeat (a homodimer).
+type Search struct {
+	Chains []string `json:"chains"`
 }
 
 // ResultsReady reports whether results can be read.

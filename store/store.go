@@ -17,6 +17,7 @@ type Store interface {
 	History
 	Workers
 	Keys
+	Aligning
 	// Watch returns a channel that receives a value whenever what a JobSummary of the job
 	// with the given id shows changes (status, stage, progress, error), or the job is
 	// deleted, until ctx ends. A heartbeat that only extends a lease, or only records
@@ -124,6 +125,9 @@ type JobSummary struct {
 	StartedAt  time.Time
 	FinishedAt time.Time
 
+	// Aligning is job.Job.Aligning: the job waits for its alignment searches.
+	Aligning bool
+
 	// ResultsReady is job.Job.ResultsReady: the job succeeded and its results are stored.
 	ResultsReady bool
 }
@@ -134,7 +138,7 @@ func SummaryOf(j *job.Job) *JobSummary {
 		ID: j.ID, Owner: j.Owner, Kind: j.Kind, Name: j.Name, Model: j.Model, Protocol: j.Protocol,
 		RunModel: j.RunModel, Params: j.Params,
 		Status: j.Status, Stage: j.Stage, Progress: j.Progress, Done: j.Done, Total: j.Total,
-		Error: j.Error, Attempt: j.Attempt, WorkerID: j.WorkerID,
+		Error: j.Error, Attempt: j.Attempt, WorkerID: j.WorkerID, Aligning: j.Aligning,
 		CreatedAt: j.CreatedAt, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt,
 		ResultsReady: j.ResultsReady(),
 	}
@@ -187,6 +191,41 @@ type Queue interface {
 	HandBack(ctx context.Context, workerID string, now time.Time) ([]Recovered, error)
 	// QueueDepth counts queued jobs.
 	QueueDepth(ctx context.Context) (int, error)
+}
+
+// Aligning is the alignment stage ahead of the workers. A job created with Searches is
+// queued with Aligning set, and LeaseJob passes it over until an aligner, which claims it
+// here, has searched its alignments and finished it. A claim is a lease of its own: held
+// by one aligner (any replica) until it runs out, renewed while the search goes on, and
+// taken over by another aligner once it ran out. It counts no attempt: the job has not run.
+//
+// A second kind of claim makes a search happen once across the cluster: an aligner about
+// to search claims the search's key, and the others, finding it held, wait for the result
+// to appear in the shared cache instead of searching too.
+type Aligning interface {
+	// ClaimAlignment holds for holder, until until, the oldest queued job whose searches
+	// are still to be done and whose claim is free (never taken, or run out before now),
+	// sets its stage to "msa" and returns it whole; nil when there is none.
+	ClaimAlignment(ctx context.Context, holder string, now, until time.Time) (*job.Job, error)
+	// RenewAlignment extends holder's claim on the job to until; job.ErrLeaseLost when the
+	// job is gone, no longer queued with its searches to do, or claimed by another holder.
+	RenewAlignment(ctx context.Context, id, holder string, now, until time.Time) error
+	// FinishAlignment ends holder's claim. With failure "" the searches are done: Aligning
+	// becomes false, the stage goes back to "" and the job is leasable (a queue watch
+	// fires). Otherwise the job fails with failure as its error, keeping stage "msa", so
+	// that it shows where it failed. job.ErrLeaseLost as RenewAlignment.
+	FinishAlignment(ctx context.Context, id, holder string, now time.Time, failure string) error
+	// ReturnForAlignment puts a job running under attempt back in the queue with its
+	// searches to do again, as a hand-back does (the attempt does not count against the
+	// attempt limit): its worker found the alignments gone from the shared cache before it
+	// started. job.ErrLeaseLost when the job is not running under that attempt.
+	ReturnForAlignment(ctx context.Context, id string, attempt int, now time.Time) error
+	// ClaimSearch holds the search named key for holder until until and reports true, when
+	// no other holder holds it (never claimed, released, or run out before now); a
+	// holder's own claim is renewed. It reports false while another holds it.
+	ClaimSearch(ctx context.Context, key, holder string, now, until time.Time) (bool, error)
+	// ReleaseSearch drops holder's claim on key; releasing a claim not held is no error.
+	ReleaseSearch(ctx context.Context, key, holder string) error
 }
 
 // History is what the store can tell of the work it holds and has held, for callers that

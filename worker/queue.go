@@ -5,6 +5,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/chaperone-bio/chaperone/align"
 	"github.com/chaperone-bio/chaperone/job"
 )
 
@@ -105,6 +106,9 @@ type Lease struct {
 	Params   map[string]any `json:"params"`
 	Input    job.Input      `json:"input"`
 	Total    int            `json:"total"` // sub-units (targets, designs, sequences)
+	// Alignments are the job's searched alignments (engine.Run.Alignments), read from the
+	// shared cache when the job was leased.
+	Alignments []align.Result `json:"alignments,omitempty"`
 }
 
 // Job is the leased job as an engine sees it.

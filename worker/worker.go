@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chaperone-bio/chaperone/align"
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/job"
 	"github.com/chaperone-bio/chaperone/worker/proc"
@@ -357,7 +358,7 @@ func (w *Worker) run(ctx context.Context, l *Lease, s *slotState) {
 		w.heartbeat(runCtx, stop, j, timing, started, jl, tracker)
 	}()
 
-	out, err := w.execute(runCtx, j, workDir, s, jl, tracker)
+	out, err := w.execute(runCtx, j, l.Alignments, workDir, s, jl, tracker)
 	var results *job.Results
 	if err == nil && context.Cause(runCtx) == nil {
 		tracker.report(job.Progress{Stage: job.StageWriting, Done: j.Total, Total: j.Total})
@@ -416,7 +417,7 @@ func (w *Worker) run(ctx context.Context, l *Lease, s *slotState) {
 
 // execute hands the job to its engine: through the slot's session for a warm engine, else
 // by one run of the engine's tool.
-func (w *Worker) execute(ctx context.Context, j *job.Job, workDir string, s *slotState, jl *jobLog, t *progressTracker) (*engine.Output, error) {
+func (w *Worker) execute(ctx context.Context, j *job.Job, alignments []align.Result, workDir string, s *slotState, jl *jobLog, t *progressTracker) (*engine.Output, error) {
 	eng, ok := w.cfg.Engines.ForModel(j.RunModel)
 	if !ok {
 		return nil, fmt.Errorf("this worker has no engine for model %s", j.RunModel)
@@ -439,8 +440,9 @@ func (w *Worker) execute(ctx context.Context, j *job.Job, workDir string, s *slo
 	run := &engine.Run{
 		Job:      j,
 		WorkDir:  workDir,
-		CacheDir: cacheDir,
-		Tools:    w.cfg.Tools,
+		CacheDir:   cacheDir,
+		Tools:      w.cfg.Tools,
+		Alignments: alignments,
 		Log:      jl,
 		Report:   t.report,
 		Exec: func(ctx context.Context, c engine.Command) error {

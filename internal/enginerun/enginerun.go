@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/chaperone-bio/chaperone/align"
 	"os"
 	"sync"
 	"testing"
@@ -116,9 +117,16 @@ func (r *Recorder) Exec(workDir string) func(context.Context, engine.Command) er
 // Run runs j on e to its end, with tools.
 func Run(t testing.TB, e engine.Engine, j *job.Job, tools engine.Tools) *Result {
 	t.Helper()
+	return RunAligned(t, e, j, tools, nil)
+}
+
+// RunAligned is Run with the alignments the alignment stage searched for j
+// (engine.Run.Alignments).
+func RunAligned(t testing.TB, e engine.Engine, j *job.Job, tools engine.Tools, alignments []align.Result) *Result {
+	t.Helper()
 	r := &Result{WorkDir: t.TempDir()}
 	r.Out, r.Err = e.Run(context.Background(), &engine.Run{
-		Job: j, WorkDir: r.WorkDir, Tools: tools, Log: &r.Log, Report: r.Report, Exec: r.Exec(r.WorkDir),
+		Job: j, WorkDir: r.WorkDir, Tools: tools, Alignments: alignments, Log: &r.Log, Report: r.Report, Exec: r.Exec(r.WorkDir),
 	})
 	return r
 }
