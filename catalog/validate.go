@@ -25,7 +25,8 @@ const maxItemName = 64
 // owner, status or times. Targets without a name are named target_1, target_2, … by their
 // 1-based position in the list. Every target is parsed (FASTA or Boltz YAML, see
 // bio.Complexes) and checked against the caps and the model's capabilities; the job keeps the
-// input as sent. Errors are *job.InvalidError.
+// input as sent, and with use_msa_server on, the alignment searches its targets need
+// (job.Search). Errors are *job.InvalidError.
 func (c *Catalog) NewPredict(r *PredictRequest) (*job.Job, error) {
 	m, err := c.pickModel(job.PredictKind, r.Model, DefaultPredictModel)
 	if err != nil {
@@ -67,6 +68,9 @@ func (c *Catalog) NewPredict(r *PredictRequest) (*job.Job, error) {
 	for i, cx := range complexes {
 		if err := c.checkComplex(m, cx, j.Params); err != nil {
 			return nil, invalid(inputField(j.Input, i), err)
+		}
+		if chains := cx.SearchChains(); j.Params["use_msa_server"] == true && len(chains) > 0 {
+			j.Searches = append(j.Searches, job.Search{Chains: chains})
 		}
 	}
 	ext := "cif"

@@ -74,8 +74,9 @@ func TestNewPredictJob(t *testing.T) {
 			body: `{"sequence": "mkt ayi\nak", "name": "mine"}`,
 			want: job.Job{
 				Kind: job.PredictKind, Name: "mine", Model: "boltz2", RunModel: "boltz2", Total: 1,
-				Input:  job.Input{Sequence: "MKTAYIAK"},
-				Params: map[string]any{"use_msa_server": true, "fast": true, "diffusion_samples": 1, "output_format": "cif", "seed": 0, "write_pae": false},
+				Input:    job.Input{Sequence: "MKTAYIAK"},
+				Searches: []job.Search{{Chains: []string{"MKTAYIAK"}}},
+				Params:   map[string]any{"use_msa_server": true, "fast": true, "diffusion_samples": 1, "output_format": "cif", "seed": 0, "write_pae": false},
 			},
 		},
 		{
@@ -113,7 +114,8 @@ func TestNewPredictJob(t *testing.T) {
 				"output_format": "pdb", "fast": null}}`,
 			want: job.Job{
 				Kind: job.PredictKind, Model: "boltz2", RunModel: "boltz2", Total: 1,
-				Input: job.Input{Sequence: "MK"},
+				Input:    job.Input{Sequence: "MK"},
+				Searches: []job.Search{{Chains: []string{"MK"}}},
 				Params: map[string]any{"use_msa_server": true, "fast": true, "recycling_steps": 4,
 					"sampling_steps": 200, "diffusion_samples": 5, "output_format": "pdb", "seed": 0, "write_pae": false},
 			},
@@ -123,7 +125,8 @@ func TestNewPredictJob(t *testing.T) {
 			body: `{"model": "protenix-v2", "sequence": "MK", "params": {"seed": -5, "write_pae": true}}`,
 			want: job.Job{
 				Kind: job.PredictKind, Model: "protenix-v2", RunModel: "protenix-v2", Total: 1,
-				Input: job.Input{Sequence: "MK"},
+				Input:    job.Input{Sequence: "MK"},
+				Searches: []job.Search{{Chains: []string{"MK"}}},
 				Params: map[string]any{"use_msa_server": true, "fast": true, "diffusion_samples": 1, "output_format": "cif",
 					"seed": 0, "write_pae": true},
 			},
@@ -133,7 +136,8 @@ func TestNewPredictJob(t *testing.T) {
 			body: `{"sequence": "MK", "params": {"sampling_steps": 1e400}}`,
 			want: job.Job{
 				Kind: job.PredictKind, Model: "boltz2", RunModel: "boltz2", Total: 1,
-				Input: job.Input{Sequence: "MK"},
+				Input:    job.Input{Sequence: "MK"},
+				Searches: []job.Search{{Chains: []string{"MK"}}},
 				Params: map[string]any{"use_msa_server": true, "fast": true, "sampling_steps": 500,
 					"diffusion_samples": 1, "output_format": "cif", "seed": 0, "write_pae": false},
 			},
@@ -146,7 +150,8 @@ func TestNewPredictJob(t *testing.T) {
 				Input: job.Input{Targets: []job.Target{
 					{Name: "target_1", Content: ">a\nMK"}, {Name: "Lys-1.b_2", Content: "sequences: [{protein: {id: A, sequence: MK}}]"}, {Name: "target_3", Content: ">b\nGG"},
 				}},
-				Params: map[string]any{"use_msa_server": true, "fast": true, "diffusion_samples": 1, "output_format": "cif", "seed": 42, "write_pae": false},
+				Searches: []job.Search{{Chains: []string{"MK"}}, {Chains: []string{"MK"}}, {Chains: []string{"GG"}}},
+				Params:   map[string]any{"use_msa_server": true, "fast": true, "diffusion_samples": 1, "output_format": "cif", "seed": 42, "write_pae": false},
 			},
 		},
 		{
@@ -154,8 +159,9 @@ func TestNewPredictJob(t *testing.T) {
 			body: `{"targets": [{"name": "target_1", "content": ">x\nMK"}, {"content": ">y\nMK"}]}`,
 			want: job.Job{
 				Kind: job.PredictKind, Model: "boltz2", RunModel: "boltz2", Total: 2,
-				Input:  job.Input{Targets: []job.Target{{Name: "target_1", Content: ">x\nMK"}, {Name: "target_2", Content: ">y\nMK"}}},
-				Params: map[string]any{"use_msa_server": true, "fast": true, "diffusion_samples": 1, "output_format": "cif", "seed": 0, "write_pae": false},
+				Input:    job.Input{Targets: []job.Target{{Name: "target_1", Content: ">x\nMK"}, {Name: "target_2", Content: ">y\nMK"}}},
+				Searches: []job.Search{{Chains: []string{"MK"}}, {Chains: []string{"MK"}}},
+				Params:   map[string]any{"use_msa_server": true, "fast": true, "diffusion_samples": 1, "output_format": "cif", "seed": 0, "write_pae": false},
 			},
 		},
 		{
@@ -163,8 +169,9 @@ func TestNewPredictJob(t *testing.T) {
 			body: `{"sequence": "` + strings.Repeat("A", 40) + `"}`,
 			want: job.Job{
 				Kind: job.PredictKind, Model: "boltz2", RunModel: "boltz2", Total: 1,
-				Input:  job.Input{Sequence: strings.Repeat("A", 40)},
-				Params: map[string]any{"use_msa_server": true, "fast": true, "diffusion_samples": 1, "output_format": "cif", "seed": 0, "write_pae": false},
+				Input:    job.Input{Sequence: strings.Repeat("A", 40)},
+				Searches: []job.Search{{Chains: []string{strings.Repeat("A", 40)}}},
+				Params:   map[string]any{"use_msa_server": true, "fast": true, "diffusion_samples": 1, "output_format": "cif", "seed": 0, "write_pae": false},
 			},
 		},
 	}
@@ -177,6 +184,39 @@ func TestNewPredictJob(t *testing.T) {
 			}
 			if !reflect.DeepEqual(*got, tt.want) {
 				t.Errorf("job =\n%+v\nwant\n%+v", *got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNewPredictSearches(t *testing.T) {
+	t.Parallel()
+	const yaml = "sequences:\n- protein: {id: [A, B], sequence: MKV}\n- protein: {id: C, sequence: GGS, msa: empty}\n" +
+		"- ligand: {id: L, ccd: ATP}\n- protein: {id: D, sequence: WWY}\n- protein: {id: E, sequence: MKV}\n"
+	tests := []struct {
+		name string
+		body string
+		want []job.Search
+	}{
+		{"a target's protein chains with no alignment of their own, every copy, in order",
+			`{"input": ` + jsonText(yaml) + `}`, []job.Search{{Chains: []string{"MKV", "MKV", "WWY", "MKV"}}}},
+		{"one search per target that has chains to search",
+			`{"targets": [{"content": ">a\nMKV"}, {"content": "sequences: [{protein: {id: A, sequence: GG, msa: empty}}]"}, {"content": ">b\nWWY"}]}`,
+			[]job.Search{{Chains: []string{"MKV"}}, {Chains: []string{"WWY"}}}},
+		{"none with use_msa_server off", `{"input": ` + jsonText(yaml) + `, "params": {"use_msa_server": false}}`, nil},
+		{"none for a model that folds single-sequence by default", `{"model": "esmfold2", "sequence": "MKV"}`, nil},
+		{"esmfold2 searches when asked", `{"model": "esmfold2", "sequence": "MKV", "params": {"use_msa_server": true}}`,
+			[]job.Search{{Chains: []string{"MKV"}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := predict(Default(), tt.body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got.Searches, tt.want) {
+				t.Errorf("searches = %+v, want %+v", got.Searches, tt.want)
 			}
 		})
 	}
