@@ -18,6 +18,10 @@ const (
 	// waitScheduler: a worker handed the job to a cluster scheduler (Slurm), where it
 	// waits for a node.
 	waitScheduler = "scheduler"
+	// waitAligning: the job's alignments are being searched, or wait for the alignment
+	// stage to search them (stage "msa" while a search is under way); no worker can take it
+	// before, whatever slots are free.
+	waitAligning = "aligning"
 )
 
 // showWaitingInScheduler shows a job that waits in a cluster scheduler's queue as what it
@@ -60,6 +64,10 @@ func (s *Server) jobDetail(ctx context.Context, j *store.JobSummary) jobJSON {
 	var err error
 	switch j.Status {
 	case job.Queued:
+		if j.Aligning {
+			v.Queue = &queueJSON{Reason: waitAligning}
+			break
+		}
 		v.Queue, err = s.queueOf(ctx, j)
 		v.WaitingForDevice = v.Queue != nil
 	case job.Succeeded:

@@ -24,6 +24,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chaperone-bio/chaperone/align"
+	"github.com/chaperone-bio/chaperone/aligner"
 	"github.com/chaperone-bio/chaperone/api"
 	"github.com/chaperone-bio/chaperone/artifact"
 	artifactfs "github.com/chaperone-bio/chaperone/artifact/fs"
@@ -69,9 +71,17 @@ type Config struct {
 	// WebAssets is the folder of the files the web app fetches (the Mol* viewer); default
 	// <DataDir>/web.
 	WebAssets string
-	// MSAServerURL is the alignment server the engines were configured with, shown in the
-	// catalog; default engine.DefaultMSAServer.
+	// MSAServerURL is the ColabFold-compatible server that the alignment stage searches
+	// on, unless Searcher is set; default engine.DefaultMSAServer.
 	MSAServerURL string
+	// Searcher, when set, is what the alignment stage searches with instead (a local
+	// MMseqs2, align.Local).
+	Searcher align.Searcher
+	// AlignCache bounds the shared alignment cache; zero fields take aligner's defaults.
+	AlignCache aligner.Limits
+	// AlignSlots is how many jobs this server's alignment stage searches at once;
+	// default 4.
+	AlignSlots int
 	// StagingPerJob and StagingPerWorker cap the bytes of unfinished uploads from workers on
 	// other machines that this server keeps, per job and per worker token; 0: the
 	// defaults of remote.HandlerConfig.
@@ -215,13 +225,26 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	if _, err := api.CanonicalForwardedHeader(cfg.ForwardedHeader); err != nil {
 		return nil, fmt.Errorf("forwarded header: %w", err)
 	}
+	searcher := cfg.Searcher
+	if searcher == nil {
+		if searcher, err = align.NewRemote(align.RemoteConfig{URL: cfg.MSAServerURL, UserAgent: "chaperone/" + cfg.Version}); err != nil {
+			return nil, err
+		}
+	}
+	shared, ok := arts.(artifact.Shared)
+	if !ok {
+		return nil, fmt.Errorf("app: the artifact store %T keeps no shared files, where the alignment cache lives", arts)
+	}
+	alignments := aligner.NewCache(shared, searcher.Source(), cfg.AlignCache)
 	cat := catalog.New(cfg.Limits)
-	cat.MSAServer = cfg.MSAServerURL
+	cat.MSAServer, cat.MSASearch = searcher.Source().Server, searcher.Source().String()
 	if err := addInputRules(cat, cfg.Engines); err != nil {
 		return nil, err
 	}
 	queue := backend.New(backend.Config{Store: st, Artifacts: arts, MaxAttempts: cfg.MaxAttempts,
-		LeaseTTL: cfg.LeaseTTL, Heartbeat: cfg.Heartbeat, Logger: log})
+		LeaseTTL: cfg.LeaseTTL, Heartbeat: cfg.Heartbeat, Alignments: alignments, Logger: log})
+	stage := aligner.New(aligner.Config{Store: st, Cache: alignments, Searcher: searcher, Slots: cfg.AlignSlots,
+		Log: log.With("part", "aligner")})
 	remoteWorkers, err := remote.NewHandler(remote.HandlerConfig{Queue: queue, Keys: st, Leases: queue,
 		Staging: filepath.Join(cfg.DataDir, "uploads"), StagingPerJob: cfg.StagingPerJob, StagingPerWorker: cfg.StagingPerWorker,
 		SweepEvery: cfg.LeaseTTL, PublicURL: cfg.PublicURL, Logger: log})
@@ -286,6 +309,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		}
 	}
 	a.wg.Go(func() { queue.Reap(runCtx, cfg.ReapEvery) })
+	a.wg.Go(func() { stage.Run(runCtx) })
 	if !cfg.NoWorker {
 		w, err := NewWorker(WorkerConfig{ID: cfg.WorkerID, Slots: cfg.Slots, DataDir: cfg.DataDir,
 			Engines: cfg.Engines, Tools: cfg.Tools, Limits: cfg.Limits, Queue: queue, Logger: log})

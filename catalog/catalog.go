@@ -21,9 +21,13 @@ type Catalog struct {
 	Protocols []Protocol
 	Limits    Limits
 	// MSAServer is the alignment server that use_msa_server sends protein sequences to, as
-	// the operator configured the workers (engine.DefaultMSAServer unless they chose
-	// another); the catalog shows it so that callers know where their sequences go.
+	// the operator configured the server's alignment stage (engine.DefaultMSAServer unless
+	// they chose another; "" for a local search); the catalog shows it so that callers
+	// know where their sequences go.
 	MSAServer string
+	// MSASearch says where and how alignments are searched (align.Source), for a local
+	// search as for a server.
+	MSASearch string
 }
 
 // Model is one model of the interface.

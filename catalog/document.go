@@ -11,6 +11,9 @@ type CatalogDoc struct {
 	Limits     LimitsDoc     `json:"limits"`
 	// MSAServer is where use_msa_server sends protein sequences.
 	MSAServer string `json:"msa_server"`
+	// MSASearch says where and how alignments are searched: the server and its modes, or
+	// local MMseqs2 databases, from which no sequence leaves the deployment.
+	MSASearch string `json:"msa_search"`
 }
 
 // ModelDoc describes one model.
@@ -160,6 +163,7 @@ func (c *Catalog) Document(unavailable map[string]string, walls map[string]int) 
 		Object:     "catalog",
 		APIVersion: APIVersion,
 		MSAServer:  c.MSAServer,
+		MSASearch:  c.MSASearch,
 		Models:     make([]ModelDoc, 0, len(c.Models)),
 		Protocols:  make([]ProtocolDoc, 0, len(c.Protocols)),
 		Limits: LimitsDoc{

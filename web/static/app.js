@@ -515,7 +515,8 @@ function renderElapsed(head, job) {
 }
 
 // waitingFor says why a job that has no stage yet waits, from its queue object: no worker
-// for its model, every slot busy, or a cluster scheduler (Slurm) holding it.
+// for its model, every slot busy, a cluster scheduler (Slurm) holding it, or its
+// alignments being searched ahead of the workers.
 function waitingFor(job) {
   const q = job.queue;
   if (!q) return "starting";
@@ -523,6 +524,7 @@ function waitingFor(job) {
     no_worker: "waiting: no worker that can run it is connected",
     busy: `waiting: ${q.chips_busy === 1 ? "the one worker slot" : `all ${q.chips_busy} worker slots`} that can run it ${q.chips_busy === 1 ? "is" : "are"} busy`,
     scheduler: "waiting in the cluster's scheduler (Slurm)",
+    aligning: job.stage === "msa" ? "searching its alignments" : "waiting for its alignments to be searched",
   }[q.reason] ?? `waiting (${q.reason})`;
   const ahead = q.accounts_ahead;
   return ahead ? `${why}; ${ahead} other ${ahead === 1 ? "owner's jobs go" : "owners' jobs go"} first` : why;

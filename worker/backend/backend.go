@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/chaperone-bio/chaperone/align"
 	"github.com/chaperone-bio/chaperone/artifact"
 	"github.com/chaperone-bio/chaperone/job"
 	"github.com/chaperone-bio/chaperone/store"
@@ -46,9 +47,18 @@ type Config struct {
 	// SweepEvery is how often Reap checks every job's files against its state, the
 	// backstop that catches what the clean-up at each event could not (see Reap).
 	SweepEvery time.Duration
+	// Alignments holds the alignments the alignment stage searched (aligner.Cache): a
+	// lease carries those of its job. Nil when no job of this deployment has searches.
+	Alignments Alignments
 	// Now is the server's clock; nil is time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
+}
+
+// Alignments reads searched alignments: those of a search of chains, ok false when any
+// part is missing.
+type Alignments interface {
+	Get(ctx context.Context, chains []string) (res align.Result, ok bool, err error)
 }
 
 // Queue is worker.Queue on the server's stores. It is safe for concurrent use.
@@ -103,8 +113,15 @@ func (q *Queue) Lease(ctx context.Context, req worker.LeaseRequest) (*worker.Lea
 		now := q.cfg.Now()
 		j, err := q.cfg.Store.LeaseJob(ctx, store.LeaseRequest{WorkerID: req.WorkerID, Models: req.Models,
 			Loaded: req.Loaded, Now: now, LeaseUntil: now.Add(q.cfg.LeaseTTL)})
-		if err != nil || j != nil {
-			return leaseOf(j), err
+		if err != nil {
+			return nil, err
+		}
+		if j != nil {
+			l, err := q.withAlignments(ctx, j)
+			if l != nil || err != nil {
+				return l, err
+			}
+			continue // its alignments were gone: it went back to the alignment stage
 		}
 		select {
 		case _, live := <-queued:
@@ -126,6 +143,37 @@ func (q *Queue) Lease(ctx context.Context, req worker.LeaseRequest) (*worker.Lea
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// withAlignments is the lease of j with the alignments of its searches. When any is gone
+// from the cache (swept since they were searched), j goes back to the alignment stage
+// rather than to a worker that would have to search itself, and the lease is nil.
+func (q *Queue) withAlignments(ctx context.Context, j *job.Job) (*worker.Lease, error) {
+	l := leaseOf(j)
+	for _, search := range j.Searches {
+		var (
+			res align.Result
+			ok  bool
+			err error
+		)
+		if q.cfg.Alignments != nil {
+			res, ok, err = q.cfg.Alignments.Get(ctx, search.Chains)
+		}
+		if err == nil && ok {
+			l.Alignments = append(l.Alignments, res)
+			continue
+		}
+		if err != nil {
+			q.cfg.Logger.Warn("reading a leased job's alignments", "job", j.ID, "error", err)
+		} else {
+			q.cfg.Logger.Warn("a leased job's alignments are gone from the cache: it is searched again", "job", j.ID)
+		}
+		if err := q.cfg.Store.ReturnForAlignment(ctx, j.ID, j.Attempt, q.cfg.Now()); err != nil && !errors.Is(err, job.ErrLeaseLost) {
+			return nil, err
+		}
+		return nil, nil
+	}
+	return l, nil
 }
 
 func leaseOf(j *job.Job) *worker.Lease {
