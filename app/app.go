@@ -227,7 +227,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	}
 	searcher := cfg.Searcher
 	if searcher == nil {
-		if searcher, err = align.NewRemote(align.RemoteConfig{URL: cfg.MSAServerURL, UserAgent: "chaperone/" + cfg.Version}); err != nil {
+		if searcher, err = align.NewRemote(align.RemoteConfig{URL: cfg.MSAServerURL, UserAgent: "chaperone"}); err != nil {
 			return nil, err
 		}
 	}

@@ -103,7 +103,10 @@ func serve(inv *invocation, args []string) error {
 	metricsAddr := fs.String("metrics-addr", env("CHAPERONE_METRICS_ADDR", ""), "serve /metrics on this address alone, for the operator, instead of with the API (CHAPERONE_METRICS_ADDR)")
 	publicURL := fs.String("public-url", env("CHAPERONE_PUBLIC_URL", ""), "public base URL, used in problem type URIs; default: from each request (CHAPERONE_PUBLIC_URL)")
 	logLevel := fs.String("log-level", env("CHAPERONE_LOG_LEVEL", "info"), "debug, info, warn or error (CHAPERONE_LOG_LEVEL)")
-	msaServer := fs.String("msa-server", env("CHAPERONE_MSA_SERVER", engine.DefaultMSAServer), "ColabFold-compatible MMseqs2 server that use_msa_server sends protein sequences to; self-host one to keep them private (CHAPERONE_MSA_SERVER)")
+	alignment, err := newAlignFlags(fs)
+	if err != nil {
+		return usageError{err}
+	}
 	tools := toolsFlag(fs)
 	stagingPerJob, err := bytesFlag(fs, "upload-staging-per-job", "CHAPERONE_UPLOAD_STAGING_PER_JOB", remote.DefaultStagingPerJob,
 		"bytes of unfinished artifact uploads from remote workers that this server keeps for one job; a part over it is refused (413)")
@@ -162,7 +165,8 @@ func serve(inv *invocation, args []string) error {
 	if _, err := api.CanonicalForwardedHeader(*forwardedHeader); err != nil {
 		return usageError{fmt.Errorf("--forwarded-header: %w", err)}
 	}
-	msaURL, err := msaServerURL(*msaServer)
+	version := versionLine(buildInfo())
+	searcher, err := alignment.searcher()
 	if err != nil {
 		return usageError{err}
 	}
@@ -180,7 +184,7 @@ func serve(inv *invocation, args []string) error {
 		Addr:             *addr,
 		MetricsAddr:      *metricsAddr,
 		DataDir:          *data,
-		Version:          versionLine(buildInfo()),
+		Version:          version,
 		Logger:           logger,
 		Limits:           limits,
 		PublicURL:        *publicURL,
@@ -188,9 +192,11 @@ func serve(inv *invocation, args []string) error {
 		ForwardedHeader:  *forwardedHeader,
 		Slots:            *slots,
 		NoWorker:         *noWorker,
-		Engines:          builtinEngines(msaURL),
+		Engines:          builtinEngines(searcher.Source().Server),
 		Tools:            tools,
-		MSAServerURL:     msaURL,
+		Searcher:         searcher,
+		AlignCache:       alignment.cacheLimits(),
+		AlignSlots:       *alignment.searches,
 		StagingPerJob:    *stagingPerJob,
 		StagingPerWorker: *stagingPerWorker,
 	})
