@@ -1,7 +1,7 @@
 # chaperone: build, test, and measure on this machine.
 GO ?= go
 
-.PHONY: build test bench realtools
+.PHONY: build test bench bench-align realtools
 
 # OUT is the binary built. The commit of the git checkout goes into it (chaperone --version
 # shows it); outside a checkout it is left out.
@@ -22,6 +22,14 @@ test:
 # to it, e.g. make bench BENCHFLAGS="-duration 10s -waiters 2000".
 bench:
 	$(GO) run ./cmd/chaperone-bench $(BENCHFLAGS)
+
+# make bench-align measures the alignment stage: GPU slots' idle time and searches per chain
+# with the searches made inside the jobs (as the tools did) and ahead of them by the stage,
+# against a stand-in ColabFold server of a set delay; it starts PostgreSQL (Debian's
+# postgresql package) and takes about 6 minutes. ALIGNBENCHFLAGS passes flags to it, e.g.
+# make bench-align ALIGNBENCHFLAGS="-delays 4s -proteins 4".
+bench-align:
+	$(GO) run ./cmd/chaperone-alignbench $(ALIGNBENCHFLAGS)
 
 # make realtools is the real-package tier: it installs the releases of engine/pins/pins.json
 # from PyPI, each in its own environment under ~/.cache/chaperone/realtools (reused while its

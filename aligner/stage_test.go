@@ -45,7 +45,8 @@ func newEnv(t *testing.T, delay time.Duration) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	server := aligntest.NewColabFold(t, delay)
+	server := aligntest.NewColabFold(delay)
+	t.Cleanup(server.Close)
 	searcher, err := align.NewRemote(align.RemoteConfig{URL: server.URL, Poll: 10 * time.Millisecond,
 		Retry: align.Retry{Attempts: 2, Backoff: 10 * time.Millisecond, MaxBackoff: 10 * time.Millisecond}})
 	if err != nil {

@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 )
 
@@ -38,8 +37,9 @@ type ticket struct {
 	status string // what the ticket ends in: COMPLETE, ERROR, …
 }
 
-// NewColabFold starts a stand-in whose tickets complete delay after they were submitted.
-func NewColabFold(t testing.TB, delay time.Duration) *ColabFold {
+// NewColabFold starts a stand-in whose tickets complete delay after they were submitted;
+// Close stops it.
+func NewColabFold(delay time.Duration) *ColabFold {
 	c := &ColabFold{delay: delay, tickets: map[string]*ticket{}, searches: map[string]int{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /ticket/msa", func(w http.ResponseWriter, r *http.Request) { c.submit(w, r, "msa") })
@@ -47,7 +47,6 @@ func NewColabFold(t testing.TB, delay time.Duration) *ColabFold {
 	mux.HandleFunc("GET /ticket/{id}", c.status)
 	mux.HandleFunc("GET /result/download/{id}", c.download)
 	c.Server = httptest.NewServer(mux)
-	t.Cleanup(c.Close)
 	return c
 }
 
