@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chaperone-bio/chaperone/align/aligntest"
 	"github.com/chaperone-bio/chaperone/api"
 	"github.com/chaperone-bio/chaperone/app"
 	"github.com/chaperone-bio/chaperone/catalog"
@@ -50,6 +51,9 @@ type server struct {
 	t      *testing.T
 	engine *enginetest.Engine
 	dir    string
+	// msa is the stand-in ColabFold server that the alignment stage searches on, unless
+	// an option chose another.
+	msa *aligntest.ColabFold
 }
 
 // option changes the server's configuration before it starts.
@@ -65,18 +69,21 @@ func startServer(t *testing.T, opts ...option) *server {
 	t.Helper()
 	dir := t.TempDir()
 	eng := enginetest.New(testModels...)
+	msa := aligntest.NewColabFold(0)
+	t.Cleanup(msa.Close)
 	cfg := app.Config{
-		Addr:      "127.0.0.1:0",
-		DataDir:   dir,
-		Version:   "test",
-		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Limits:    catalog.DefaultLimits(),
-		Engines:   []engine.Engine{eng},
-		Slots:     2,
-		WorkerID:  "test-worker",
-		Heartbeat: 100 * time.Millisecond,
-		ReapEvery: 200 * time.Millisecond,
-		LeaseTTL:  3 * time.Second,
+		MSAServerURL: msa.URL,
+		Addr:         "127.0.0.1:0",
+		DataDir:      dir,
+		Version:      "test",
+		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Limits:       catalog.DefaultLimits(),
+		Engines:      []engine.Engine{eng},
+		Slots:        2,
+		WorkerID:     "test-worker",
+		Heartbeat:    100 * time.Millisecond,
+		ReapEvery:    200 * time.Millisecond,
+		LeaseTTL:     3 * time.Second,
 	}
 	if os.Getenv("E2E_VERBOSE") != "" {
 		cfg.Logger = slog.Default()
@@ -95,7 +102,7 @@ func startServer(t *testing.T, opts ...option) *server {
 		t.Fatalf("starting the server: %v", err)
 	}
 	t.Cleanup(func() { a.Close(); stores.Close() })
-	s := &server{App: a, t: t, engine: eng, dir: dir}
+	s := &server{App: a, t: t, engine: eng, dir: dir, msa: msa}
 	return s
 }
 

@@ -112,7 +112,13 @@ func (c *ColabFold) submit(w http.ResponseWriter, r *http.Request, kind string) 
 			c.searches[s]++
 		}
 	}
-	fmt.Fprintf(w, `{"id":%q,"status":"PENDING"}`, id)
+	// A ticket of no delay is complete at once, as the server answers a query it searched
+	// before; the others are pending.
+	answer := "PENDING"
+	if c.delay == 0 && status == "COMPLETE" {
+		answer = status
+	}
+	fmt.Fprintf(w, `{"id":%q,"status":%q}`, id, answer)
 }
 
 func (c *ColabFold) lookup(id string) (*ticket, bool) {
