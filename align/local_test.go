@@ -1,12 +1,10 @@
 package align
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -14,14 +12,16 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/chaperone-bio/chaperone/align/aligntest"
 )
 
-// The test databases are built from testdata/uniref.fasta and testdata/env.fasta (see
-// testdata/README): relatives of chainA and chainB named A… and B… (envA…, envB… in the
+// The test databases are built by aligntest.Databases from aligntest/testdata (see its
+// README): relatives of chainA and chainB named A… and B… (envA…, envB… in the
 // environmental database), each from one organism (OX=), and unrelated decoys.
 
 func TestLocal(t *testing.T) {
-	dir := testDatabases(t)
+	dir := aligntest.Databases(t)
 	tests := []struct {
 		name       string
 		cfg        LocalConfig
@@ -68,7 +68,7 @@ func TestLocal(t *testing.T) {
 			if !slices.Equal(res.Chains, distinct) {
 				t.Fatalf("chains %q, want %q", res.Chains, distinct)
 			}
-			seqs := testSequences(t, dbNames(tc.cfg)...)
+			seqs := aligntest.Sequenceuences(t, dbNames(tc.cfg)...)
 			for i, chain := range res.Chains {
 				checkA3M(t, res.Unpaired[i], queryID(i), chain)
 				found := hitNames(res.Unpaired[i])
@@ -98,12 +98,12 @@ func dbNames(cfg LocalConfig) []string {
 
 // relatives are the names of the test sequences of chain's family (A… or B…, env…
 // included), sorted; decoys belong to none.
-func relatives(seqs []testSeq, chain string) []string {
+func relatives(seqs []aligntest.Sequence, chain string) []string {
 	family := map[string]string{chainA: "A", chainB: "B"}[chain]
 	var out []string
 	for _, s := range seqs {
-		if strings.HasPrefix(strings.TrimPrefix(s.name, "env"), family) {
-			out = append(out, s.name)
+		if strings.HasPrefix(strings.TrimPrefix(s.Name, "env"), family) {
+			out = append(out, s.Name)
 		}
 	}
 	slices.Sort(out)
@@ -157,17 +157,17 @@ func checkA3M(t *testing.T, a3m string, id int, query string) {
 // checkPairedRows checks that the paired alignments are valid A3Ms whose row i comes, in
 // every chain, from the same organism, and that they pair exactly the organisms that
 // have a relative of every chain.
-func checkPairedRows(t *testing.T, res Result, seqs []testSeq) {
+func checkPairedRows(t *testing.T, res Result, seqs []aligntest.Sequence) {
 	t.Helper()
 	taxon := map[string]int{}
 	for _, s := range seqs {
-		taxon[s.name] = s.taxon
+		taxon[s.Name] = s.Taxon
 	}
 	var want []int // the organisms with a full-length relative of each chain
 	for _, s := range seqs {
-		if strings.HasPrefix(s.name, "A") && !strings.Contains(s.name, "trunc") &&
-			slices.ContainsFunc(seqs, func(o testSeq) bool { return o.taxon == s.taxon && strings.HasPrefix(o.name, "B") }) {
-			want = append(want, s.taxon)
+		if strings.HasPrefix(s.Name, "A") && !strings.Contains(s.Name, "trunc") &&
+			slices.ContainsFunc(seqs, func(o aligntest.Sequence) bool { return o.Taxon == s.Taxon && strings.HasPrefix(o.Name, "B") }) {
+			want = append(want, s.Taxon)
 		}
 	}
 	var orgs [][]int
@@ -191,119 +191,10 @@ func checkPairedRows(t *testing.T, res Result, seqs []testSeq) {
 	}
 }
 
-// testSeq is a sequence of the test databases.
-type testSeq struct {
-	name  string
-	taxon int
-	seq   string
-}
-
-// testSequences reads the FASTA files of the named databases (uniref and cf are built
-// from testdata/uniref.fasta).
-func testSequences(t testing.TB, dbs ...string) []testSeq {
-	t.Helper()
-	var out []testSeq
-	for _, db := range dbs {
-		if db == "cf" {
-			db = "uniref"
-		}
-		f, err := os.Open(filepath.Join("testdata", db+".fasta"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			line := sc.Text()
-			if header, ok := strings.CutPrefix(line, ">"); ok {
-				var s testSeq
-				if _, err := fmt.Sscanf(header, "%s OX=%d", &s.name, &s.taxon); err != nil {
-					t.Fatalf("%s: header %q: %v", f.Name(), line, err)
-				}
-				out = append(out, s)
-			} else {
-				out[len(out)-1].seq += line
-			}
-		}
-	}
-	return out
-}
-
-// requireMmseqs fails the test under CI, whose .ci/run installs Debian's mmseqs2, when
-// mmseqs is missing: a test that quietly skipped there would count for nothing. Elsewhere
-// it skips.
-func requireMmseqs(t testing.TB) {
-	t.Helper()
-	if _, err := exec.LookPath("mmseqs"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("no mmseqs (apt-get install mmseqs2): %v", err)
-		}
-		t.Skipf("no mmseqs (apt-get install mmseqs2): %v", err)
-	}
-}
-
-// testDatabases builds the test's databases in a temporary folder, as an operator would:
-//   - uniref: a plain database of testdata/uniref.fasta with its taxonomy (createtaxdb
-//     from a taxonomy dump and mapping of the test's own);
-//   - env: a plain database of testdata/env.fasta, without taxonomy;
-//   - cf: testdata/uniref.fasta in ColabFold's expandable layout (representatives of
-//     clusters, cf_seq their members, cf_aln the alignments between them), with the
-//     members' taxonomy under cf's name, as ColabFold ships it.
-func testDatabases(t testing.TB) string {
-	t.Helper()
-	requireMmseqs(t)
-	dir, tmp := t.TempDir(), t.TempDir()
-	writeTaxonomy(t, tmp, testSequences(t, "uniref"))
-	taxdb := []string{"--ncbi-tax-dump", tmp, "--tax-mapping-file", filepath.Join(tmp, "map.tsv")}
-	uniref, env := filepath.Join("testdata", "uniref.fasta"), filepath.Join("testdata", "env.fasta")
-	for _, args := range [][]string{
-		{"createdb", uniref, dir + "/uniref"},
-		cat([]string{"createtaxdb", dir + "/uniref", tmp + "/t1"}, taxdb),
-		{"createdb", env, dir + "/env"},
-		{"createdb", uniref, dir + "/cf_seq"},
-		{"linclust", dir + "/cf_seq", tmp + "/clu", tmp + "/t2", "--min-seq-id", "0.3", "-c", "0.5"},
-		{"createsubdb", tmp + "/clu", dir + "/cf_seq", dir + "/cf"},
-		{"createsubdb", tmp + "/clu", dir + "/cf_seq_h", dir + "/cf_h"},
-		{"align", dir + "/cf", dir + "/cf_seq", tmp + "/clu", dir + "/cf_aln", "-a", "-e", "inf"},
-		cat([]string{"createtaxdb", dir + "/cf_seq", tmp + "/t3"}, taxdb),
-	} {
-		if out, err := exec.Command("mmseqs", append(args, "-v", "1")...).CombinedOutput(); err != nil {
-			t.Fatalf("mmseqs %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	for _, suffix := range []string{"_mapping", "_taxonomy"} {
-		if err := os.Symlink("cf_seq"+suffix, filepath.Join(dir, "cf"+suffix)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
-// writeTaxonomy writes, in dir, an NCBI taxonomy dump of the organisms of seqs (each a
-// species under the root) and map.tsv, the organism of each sequence.
-func writeTaxonomy(t testing.TB, dir string, seqs []testSeq) {
-	t.Helper()
-	nodes, names, mapping := "1\t|\t1\t|\tno rank\t|\n", "1\t|\troot\t|\t\t|\tscientific name\t|\n", ""
-	seen := map[int]bool{}
-	for _, s := range seqs {
-		mapping += fmt.Sprintf("%s\t%d\n", s.name, s.taxon)
-		if !seen[s.taxon] {
-			seen[s.taxon] = true
-			nodes += fmt.Sprintf("%d\t|\t1\t|\tspecies\t|\n", s.taxon)
-			names += fmt.Sprintf("%d\t|\torganism %d\t|\t\t|\tscientific name\t|\n", s.taxon, s.taxon)
-		}
-	}
-	for name, text := range map[string]string{"nodes.dmp": nodes, "names.dmp": names, "merged.dmp": "", "delnodes.dmp": "", "map.tsv": mapping} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // BenchmarkLocalSearch times a search of a heteromer's two chains, unpaired and paired,
 // in the plain test databases with the environmental one.
 func BenchmarkLocalSearch(b *testing.B) {
-	l, err := NewLocal(LocalConfig{Dir: testDatabases(b), DB: "uniref", EnvDB: "env"})
+	l, err := NewLocal(LocalConfig{Dir: aligntest.Databases(b), DB: "uniref", EnvDB: "env"})
 	if err != nil {
 		b.Fatal(err)
 	}
