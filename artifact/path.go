@@ -65,3 +65,14 @@ func CheckSharedName(name string) error {
 	}
 	return nil
 }
+
+// CheckSharedPrefix checks a prefix that ListShared lists by: empty (every name), or the
+// start of a name that CheckSharedName accepts. It may end with '/' ("msa/v1/") or part
+// way through a part ("msa/v1/unp"). Stores resolve the parts before its last '/' as
+// folders, so every rule that keeps a name inside the shared files keeps a prefix there.
+func CheckSharedPrefix(prefix string) error {
+	if prefix == "" || CheckSharedName(prefix) == nil || CheckSharedName(prefix+"a") == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: shared prefix %q starts no name that CheckSharedName accepts", ErrInvalidPath, prefix)
+}

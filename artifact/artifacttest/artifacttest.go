@@ -1,6 +1,6 @@
-// Package artifacttest is the conformance suite that every artifact.Store passes: the local
-// folder store now, an object store later. A store's own test calls Run with a function
-// that opens a fresh, empty store for one subtest.
+// Package artifacttest is the conformance suite that every artifact.Store passes, and with
+// it artifact.Shared (shared.go): the local folder store and the object store. A store's
+// own test calls Run with a function that opens a fresh, empty store for one subtest.
 //
 // It imports only artifact and job of chaperone's packages, and is imported only by tests.
 package artifacttest
@@ -21,14 +21,12 @@ import (
 	"github.com/chaperone-bio/chaperone/job"
 )
 
-// Run runs the whole suite. open must return a store that no other subtest uses (or at
-// least whose job ids cannot collide: the suite always uses fresh ids) and arrange its
-// clean-up with t.Cleanup. Subtests run in parallel.
+// Run runs the whole suite. open must return a store, an artifact.Shared too, that no
+// other subtest uses (or at least whose job ids cannot collide: the suite always uses
+// fresh ids, and its shared files none) and arrange its clean-up with t.Cleanup.
+// Subtests run in parallel.
 func Run(t *testing.T, open func(t *testing.T) artifact.Store) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s artifact.Store)
-	}{
+	tests := []suiteTest{
 		{"RoundTrip", testRoundTrip},
 		{"Large", testLarge},
 		{"Overwrite", testOverwrite},
@@ -51,12 +49,18 @@ func Run(t *testing.T, open func(t *testing.T) artifact.Store) {
 		{"DeleteJob", testDeleteJob},
 		{"Jobs", testJobs},
 	}
+	tests = append(tests, sharedTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			tt.fn(t, open(t))
 		})
 	}
+}
+
+type suiteTest struct {
+	name string
+	fn   func(t *testing.T, s artifact.Store)
 }
 
 func testRoundTrip(t *testing.T, s artifact.Store) {

@@ -8,6 +8,8 @@
 //	<root>/<jobID>/run.log              the run log of every attempt, as servers before
 //	                                    per-attempt logs wrote it; read, never written
 //	<root>/.tmp/                        files being written by Put
+//	<root>/shared/<name>                Shared files (shared.go), no job's: "shared" is no
+//	                                    job id, so Jobs and DeleteJob never reach them
 //
 // Every name is checked before it reaches the filesystem (job ids with job.ValidID, paths
 // with artifact.CheckPath), and all access goes through an os.Root, so that even a symlink
@@ -94,34 +96,46 @@ func (s *Store) Put(ctx context.Context, jobID string, attempt int, p string, r 
 		return err
 	}
 	tmp := path.Join(tmpDir, jobID+"-"+randomHex())
+	if err := s.writeTemp(ctx, tmp, r); err != nil {
+		return fmt.Errorf("put %s: %w", p, err)
+	}
+	if err := s.replace(tmp, name); err != nil {
+		return fmt.Errorf("put %s: %w", p, err)
+	}
+	return nil
+}
+
+// writeTemp writes r to the new file tmp and syncs it; on failure it removes tmp.
+func (s *Store) writeTemp(ctx context.Context, tmp string, r io.Reader) error {
 	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
 	if err != nil {
-		return fmt.Errorf("put %s: %w", p, err)
+		return err
 	}
-	done := false
-	defer func() {
-		if !done {
-			f.Close()
-			s.root.Remove(tmp)
-		}
-	}()
-	if _, err := io.Copy(f, artifact.ContextReader(ctx, r)); err != nil {
-		return fmt.Errorf("put %s: %w", p, err)
+	_, err = io.Copy(f, artifact.ContextReader(ctx, r))
+	if err == nil {
+		err = f.Sync()
 	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("put %s: %w", p, err)
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("put %s: %w", p, err)
+	if err != nil {
+		s.root.Remove(tmp)
 	}
+	return err
+}
+
+// replace renames the written file tmp to name, making name's folder if need be, and
+// syncs the folder, so the rename survives a crash; on failure it removes tmp.
+func (s *Store) replace(tmp, name string) error {
 	dir := path.Dir(name)
-	if err := s.root.MkdirAll(dir, dirPerm); err != nil {
-		return fmt.Errorf("put %s: %w", p, err)
+	err := s.root.MkdirAll(dir, dirPerm)
+	if err == nil {
+		err = s.root.Rename(tmp, name)
 	}
-	if err := s.root.Rename(tmp, name); err != nil {
-		return fmt.Errorf("put %s: %w", p, err)
+	if err != nil {
+		s.root.Remove(tmp)
+		return err
 	}
-	done = true
 	return s.syncDir(dir)
 }
 
@@ -135,17 +149,22 @@ func (s *Store) Open(ctx context.Context, jobID string, attempt int, p string) (
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	return s.openRegular(name, p)
+}
+
+// openRegular opens a regular file. Anything else is not found: a folder of nested results
+// ("t1") exists on disk but is not a file the job wrote.
+func (s *Store) openRegular(name, shown string) (artifact.File, error) {
 	f, err := s.root.Open(name)
 	if err != nil {
 		if notExist(err) {
-			return nil, fmt.Errorf("%w: %s", artifact.ErrNotFound, p)
+			return nil, fmt.Errorf("%w: %s", artifact.ErrNotFound, shown)
 		}
-		return nil, fmt.Errorf("open %s: %w", p, err)
+		return nil, fmt.Errorf("open %s: %w", shown, err)
 	}
-	// A folder of nested results ("t1") exists on disk but is not a file the job wrote.
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("%w: %s", artifact.ErrNotFound, p)
+		return nil, fmt.Errorf("%w: %s", artifact.ErrNotFound, shown)
 	}
 	return f, nil
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chaperone-bio/chaperone/artifact"
 	"github.com/chaperone-bio/chaperone/artifact/artifacttest"
@@ -154,5 +155,74 @@ func TestALogOfEarlierServersIsReadFirst(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(root, id, "run.log")); string(b) != "attempt 1, before\n" {
 		t.Errorf("the old log was written to: %q", b)
+	}
+}
+
+// TestSharedLayout: a shared file is <root>/shared/<name>, its temp files are written beside
+// it and never listed, and ListShared removes those a crash left a day ago.
+func TestSharedLayout(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	s := mustOpenAt(t, root)
+	artifacttest.MustPutShared(t, s, "msa/v1/ab/abc.a3m", "a3m")
+	folder := filepath.Join(root, "shared", "msa", "v1", "ab")
+	if got, err := os.ReadFile(filepath.Join(folder, "abc.a3m")); err != nil || string(got) != "a3m" {
+		t.Errorf("shared/msa/v1/ab/abc.a3m = %q, %v", got, err)
+	}
+	stale, fresh := filepath.Join(folder, "~put-crashed"), filepath.Join(folder, "~put-writing")
+	for _, tmp := range []string{stale, fresh} {
+		if err := os.WriteFile(tmp, []byte("part"), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dayAgo := time.Now().Add(-25 * time.Hour)
+	if err := os.Chtimes(stale, dayAgo, dayAgo); err != nil {
+		t.Fatal(err)
+	}
+	files, err := s.ListShared(t.Context(), "msa/")
+	if err != nil || len(files) != 1 || files[0].Name != "msa/v1/ab/abc.a3m" {
+		t.Errorf("ListShared = %+v, %v; want only msa/v1/ab/abc.a3m", files, err)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a temp file a day old is still there: %v", err)
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("a temp file being written was removed: %v", err)
+	}
+}
+
+// TestSharedSymlinkEscape: a symlink planted among the shared files leads no read, list,
+// write or delete outside the root.
+func TestSharedSymlinkEscape(t *testing.T) {
+	t.Parallel()
+	root, outside := t.TempDir(), t.TempDir()
+	secret := filepath.Join(outside, "secret")
+	if err := os.WriteFile(secret, []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := mustOpenAt(t, root)
+	artifacttest.MustPutShared(t, s, "msa/x", "x")
+	for link, target := range map[string]string{"msa/file": secret, "msa/dir": outside} {
+		if err := os.Symlink(target, filepath.Join(root, "shared", link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"msa/file", "msa/dir/secret"} {
+		if f, err := s.OpenShared(t.Context(), name); err == nil {
+			f.Close()
+			t.Errorf("OpenShared(%q) followed a symlink out of the root", name)
+		}
+	}
+	if files, err := s.ListShared(t.Context(), ""); err != nil || len(files) != 1 || files[0].Name != "msa/x" {
+		t.Errorf("ListShared = %+v, %v; want only msa/x", files, err)
+	}
+	if err := s.PutShared(t.Context(), "msa/dir/new", strings.NewReader("x")); err == nil {
+		t.Errorf("PutShared through a symlink out of the root succeeded")
+	}
+	if err := s.DeleteShared(t.Context(), "msa/dir/secret"); err != nil {
+		t.Logf("DeleteShared through a symlink: %v", err)
+	}
+	if _, err := os.Stat(secret); err != nil {
+		t.Errorf("DeleteShared removed a file outside the root: %v", err)
 	}
 }

@@ -9,6 +9,7 @@
 //	<prefix>jobs/<jobID>/run-<n>.log          the run log: the output of attempt n
 //	<prefix>jobs/<jobID>/run.log              the run log of every attempt, as servers
 //	                                          before per-attempt logs wrote it; read only
+//	<prefix>shared/<name>                     Shared files (shared.go), no job's
 //
 // An object is written whole or not at all (an upload that fails or is canceled is
 // aborted), so a reader sees the old file or the new one; a file opened for reading is
