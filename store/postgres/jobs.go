@@ -20,10 +20,10 @@ import (
 // whether there are results (without reading them).
 const summaryCols = `id, owner, kind, name, model, protocol, run_model, params, status,
 	stage, progress, done, total, error, attempt, created_at, started_at, finished_at, worker_id,
-	status = 'succeeded' AND results IS NOT NULL`
+	aligning, status = 'succeeded' AND results IS NOT NULL`
 
 // jobCols is the column list that scanJob reads, in its order.
-const jobCols = summaryCols + `, lease_expires_at, last_activity_at, results, input`
+const jobCols = summaryCols + `, lease_expires_at, last_activity_at, results, input, searches`
 
 const terminal = `('succeeded', 'failed', 'canceled')`
 
@@ -45,7 +45,7 @@ type summaryRow struct {
 func (r *summaryRow) dest() []any {
 	return []any{&r.s.ID, &r.owner, &r.kind, &r.s.Name, &r.s.Model, &r.s.Protocol, &r.s.RunModel,
 		&r.params, &r.status, &r.s.Stage, &r.s.Progress, &r.s.Done, &r.s.Total, &r.s.Error, &r.s.Attempt,
-		&r.created, &r.started, &r.finished, &r.s.WorkerID, &r.s.ResultsReady}
+		&r.created, &r.started, &r.finished, &r.s.WorkerID, &r.s.Aligning, &r.s.ResultsReady}
 }
 
 func (r *summaryRow) summary() (*store.JobSummary, error) {
@@ -74,11 +74,11 @@ func scanSummary(row pgx.Row, extra ...any) (*store.JobSummary, error) {
 // scanJob reads the columns of jobCols, then any extra columns into extra.
 func scanJob(row pgx.Row, extra ...any) (*job.Job, error) {
 	var (
-		r               summaryRow
-		input, results  []byte
-		lease, activity *time.Time
+		r                        summaryRow
+		input, searches, results []byte
+		lease, activity          *time.Time
 	)
-	dest := append(r.dest(), &lease, &activity, &results, &input)
+	dest := append(r.dest(), &lease, &activity, &results, &input, &searches)
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
@@ -89,11 +89,16 @@ func scanJob(row pgx.Row, extra ...any) (*job.Job, error) {
 	j := &job.Job{ID: s.ID, Owner: s.Owner, Kind: s.Kind, Name: s.Name, Model: s.Model,
 		Protocol: s.Protocol, RunModel: s.RunModel, Params: s.Params,
 		Status: s.Status, Stage: s.Stage, Progress: s.Progress, Done: s.Done, Total: s.Total,
-		Error: s.Error, Attempt: s.Attempt, WorkerID: s.WorkerID,
+		Error: s.Error, Attempt: s.Attempt, WorkerID: s.WorkerID, Aligning: s.Aligning,
 		LeaseExpiresAt: utc(lease), LastActivityAt: utc(activity),
 		CreatedAt: s.CreatedAt, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt}
 	if err := json.Unmarshal(input, &j.Input); err != nil {
 		return nil, fmt.Errorf("postgres: job %s input: %w", j.ID, err)
+	}
+	if searches != nil {
+		if err := json.Unmarshal(searches, &j.Searches); err != nil {
+			return nil, fmt.Errorf("postgres: job %s searches: %w", j.ID, err)
+		}
 	}
 	if results != nil {
 		j.Results = new(job.Results)
@@ -116,6 +121,15 @@ func (s *Store) CreateJob(ctx context.Context, j *job.Job, opts store.CreateOpti
 	input, err := json.Marshal(j.Input)
 	if err != nil {
 		return store.CreateResult{}, fmt.Errorf("postgres: input: %w", err)
+	}
+	var searches *string // NULL unless the job has searches to do
+	if len(j.Searches) > 0 {
+		b, err := json.Marshal(j.Searches)
+		if err != nil {
+			return store.CreateResult{}, fmt.Errorf("postgres: searches: %w", err)
+		}
+		encoded := string(b)
+		searches = &encoded
 	}
 	owner := j.Owner.String()
 	var idemKey, reqHash any
@@ -156,11 +170,11 @@ func (s *Store) CreateJob(ctx context.Context, j *job.Job, opts store.CreateOpti
 			return err
 		}
 		created, err := scanJob(tx.QueryRow(ctx, `INSERT INTO jobs (id, owner, kind, name, model, protocol,
-			run_model, params, input, total, status, created_at, idem_key, request_hash)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'queued', $11, $12, $13)
+			run_model, params, input, total, status, created_at, idem_key, request_hash, searches, aligning)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'queued', $11, $12, $13, $14::json, $15)
 			RETURNING `+jobCols,
 			j.ID, owner, string(j.Kind), j.Name, j.Model, j.Protocol, j.RunModel,
-			string(params), string(input), j.Total, j.CreatedAt, idemKey, reqHash))
+			string(params), string(input), j.Total, j.CreatedAt, idemKey, reqHash, searches, searches != nil))
 		if err != nil {
 			return fmt.Errorf("postgres: inserting job: %w", err)
 		}

@@ -29,19 +29,20 @@ func (s *Store) LeaseJob(ctx context.Context, req store.LeaseRequest) (*job.Job,
 	err := s.write(ctx, func(tx pgx.Tx, changed func(...string)) error {
 		out = nil
 		// Fair order: the owner with the fewest running jobs, then a model the worker has
-		// loaded, then the oldest.
+		// loaded, then the oldest. A job waiting for its alignment searches is passed over;
+		// the UPDATE checks that again on the row it locked.
 		j, err := scanJob(tx.QueryRow(ctx, `WITH running AS (
 				SELECT owner, count(*) AS n FROM jobs WHERE status = 'running' GROUP BY owner),
 			pick AS (
 				SELECT q.seq FROM jobs q LEFT JOIN running r ON r.owner = q.owner
-				WHERE q.status = 'queued' AND q.run_model = ANY($4::text[])
+				WHERE q.status = 'queued' AND NOT q.aligning AND q.run_model = ANY($4::text[])
 				ORDER BY coalesce(r.n, 0), q.run_model = ANY($5::text[]) DESC, q.seq
 				LIMIT 1
 				FOR UPDATE OF q SKIP LOCKED)
 			UPDATE jobs SET status = 'running', attempt = attempt + 1,
 				worker_id = $1, lease_expires_at = $2, started_at = $3, last_activity_at = $3,
 				stage = 'starting'
-			FROM pick WHERE jobs.seq = pick.seq AND jobs.status = 'queued'
+			FROM pick WHERE jobs.seq = pick.seq AND jobs.status = 'queued' AND NOT jobs.aligning
 			RETURNING `+jobCols,
 			req.WorkerID, tsOrNull(req.LeaseUntil), req.Now, req.Models, loaded))
 		if errors.Is(err, pgx.ErrNoRows) {

@@ -29,7 +29,7 @@ type summaryRow struct {
 func (r *summaryRow) dest() []any {
 	return []any{&r.s.ID, &r.owner, &r.kind, &r.s.Name, &r.s.Model, &r.s.Protocol, &r.s.RunModel,
 		&r.params, &r.status, &r.s.Stage, &r.progress, &r.s.Done, &r.s.Total, &r.s.Error, &r.s.Attempt,
-		&r.created, &r.started, &r.finished, &r.s.WorkerID}
+		&r.created, &r.started, &r.finished, &r.s.WorkerID, &r.s.Aligning}
 }
 
 func (r *summaryRow) summary() (*store.JobSummary, error) {
@@ -62,11 +62,11 @@ func scanSummary(sc scanner, extra ...any) (*store.JobSummary, error) {
 // scanJob reads the columns of jobCols, then any extra columns into extra.
 func scanJob(sc scanner, extra ...any) (*job.Job, error) {
 	var (
-		r               summaryRow
-		input, results  []byte
-		lease, activity sql.NullInt64
+		r                        summaryRow
+		input, searches, results []byte
+		lease, activity          sql.NullInt64
 	)
-	dest := append(r.dest(), &lease, &activity, &results, &input)
+	dest := append(r.dest(), &lease, &activity, &results, &input, &searches)
 	if err := sc.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
@@ -77,11 +77,16 @@ func scanJob(sc scanner, extra ...any) (*job.Job, error) {
 	j := &job.Job{ID: s.ID, Owner: s.Owner, Kind: s.Kind, Name: s.Name, Model: s.Model,
 		Protocol: s.Protocol, RunModel: s.RunModel, Params: s.Params,
 		Status: s.Status, Stage: s.Stage, Progress: s.Progress, Done: s.Done, Total: s.Total,
-		Error: s.Error, Attempt: s.Attempt, WorkerID: s.WorkerID,
+		Error: s.Error, Attempt: s.Attempt, WorkerID: s.WorkerID, Aligning: s.Aligning,
 		LeaseExpiresAt: fromMs(lease), LastActivityAt: fromMs(activity),
 		CreatedAt: s.CreatedAt, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt}
 	if err := json.Unmarshal(input, &j.Input); err != nil {
 		return nil, fmt.Errorf("sqlite: job %s input: %w", j.ID, err)
+	}
+	if searches != nil {
+		if err := json.Unmarshal(searches, &j.Searches); err != nil {
+			return nil, fmt.Errorf("sqlite: job %s searches: %w", j.ID, err)
+		}
 	}
 	if results != nil {
 		j.Results = new(job.Results)
@@ -104,6 +109,14 @@ func (s *Store) CreateJob(ctx context.Context, j *job.Job, opts store.CreateOpti
 	input, err := json.Marshal(j.Input)
 	if err != nil {
 		return store.CreateResult{}, fmt.Errorf("sqlite: input: %w", err)
+	}
+	var searches any // NULL unless the job has searches to do
+	if len(j.Searches) > 0 {
+		b, err := json.Marshal(j.Searches)
+		if err != nil {
+			return store.CreateResult{}, fmt.Errorf("sqlite: searches: %w", err)
+		}
+		searches = string(b)
 	}
 	owner := j.Owner.String()
 	var idemKey, reqHash any
@@ -132,11 +145,11 @@ func (s *Store) CreateJob(ctx context.Context, j *job.Job, opts store.CreateOpti
 		var seq int64
 		err := tx.StmtContext(ctx, s.st.insertJob).QueryRowContext(ctx,
 			j.ID, owner, string(j.Kind), j.Name, j.Model, j.Protocol, j.RunModel,
-			string(params), j.Total, j.CreatedAt.UnixMilli(), idemKey, reqHash).Scan(&seq)
+			string(params), j.Total, j.CreatedAt.UnixMilli(), idemKey, reqHash, boolInt(searches != nil)).Scan(&seq)
 		if err != nil {
 			return fmt.Errorf("sqlite: inserting job: %w", err)
 		}
-		if _, err := tx.StmtContext(ctx, s.st.insertInput).ExecContext(ctx, seq, string(input)); err != nil {
+		if _, err := tx.StmtContext(ctx, s.st.insertInput).ExecContext(ctx, seq, string(input), searches); err != nil {
 			return fmt.Errorf("sqlite: inserting job input: %w", err)
 		}
 		created, err := scanJob(tx.StmtContext(ctx, s.st.wGetJob).QueryRowContext(ctx, j.ID))

@@ -191,6 +191,10 @@ func TestUpgrade(t *testing.T) {
 	if old, err := s.GetJob(ctx, page.Jobs[0].ID); err != nil || old.Input.Sequence != "MKV" {
 		t.Errorf("a job made before the upgrade reads as %+v, %v; want its input", old, err)
 	}
+	if l, err := s.LeaseJob(ctx, store.LeaseRequest{WorkerID: "w", Models: []string{"boltz2"}, Now: time.Now(),
+		LeaseUntil: time.Now().Add(time.Minute)}); err != nil || l == nil || l.Aligning || l.Searches != nil {
+		t.Errorf("LeaseJob after the upgrade = %+v, %v; want a job made before it, with no searches to do", l, err)
+	}
 
 	p, err = goose.NewProvider(goose.DialectSQLite3, s.w, sub)
 	if err != nil {

@@ -8,13 +8,15 @@ import (
 
 // summaryCols are the columns of a store.JobSummary, in the order of summaryRow.dest.
 const summaryCols = `id, owner, kind, name, model, protocol, run_model, params, status,
-	stage, progress, done, total, error, attempt, created_at, started_at, finished_at, worker_id`
+	stage, progress, done, total, error, attempt, created_at, started_at, finished_at, worker_id,
+	aligning`
 
-// jobCols is the column list that scanJob reads, in its order. The input lives in a table
-// of its own (migration 00005); a correlated subquery reads it, in SELECT and RETURNING
-// alike.
+// jobCols is the column list that scanJob reads, in its order. The input and the searches
+// live in a table of their own (migrations 00005, 00010); correlated subqueries read them,
+// in SELECT and RETURNING alike.
 const jobCols = summaryCols + `, lease_expires_at, last_activity_at, results,
-	(SELECT i.input FROM job_inputs i WHERE i.seq = jobs.seq)`
+	(SELECT i.input FROM job_inputs i WHERE i.seq = jobs.seq),
+	(SELECT i.searches FROM job_inputs i WHERE i.seq = jobs.seq)`
 
 // summaryRead is the column list that scanSummary reads: without the input, and with only
 // whether there are results. typeof() is answered from the record header without reading
@@ -86,10 +88,10 @@ func (st *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 		{&st.logCreate, w, `INSERT INTO creates (owner, at) VALUES (?, ?)`},
 		{&st.countQueued, w, `SELECT n FROM counters WHERE name = 'queued'`},
 		{&st.insertJob, w, `INSERT INTO jobs (id, owner, kind, name, model, protocol, run_model,
-			params, total, status, created_at, idem_key, request_hash)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)
+			params, total, status, created_at, idem_key, request_hash, aligning)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)
 			RETURNING seq`},
-		{&st.insertInput, w, `INSERT INTO job_inputs (seq, input) VALUES (?, ?)`},
+		{&st.insertInput, w, `INSERT INTO job_inputs (seq, input, searches) VALUES (?, ?, ?)`},
 		{&st.totalJobs, w, `SELECT n FROM counters WHERE name = 'jobs'`},
 		// The oldest finished job of the owner holding the most jobs, among owners that
 		// have a finished job at all: an owner whose jobs are all active has nothing to give.
@@ -105,6 +107,8 @@ func (st *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 			RETURNING id`},
 		// Fair order: the owner with the fewest running jobs, then a model the worker has
 		// loaded, then the oldest. The lists come as JSON arrays so the statement is fixed.
+		// A job waiting for its alignment searches is passed over; aligning is in jobs_queue,
+		// so the pick still reads the index alone.
 		{&st.lease, w, `WITH running AS (
 				SELECT owner, count(*) AS n FROM jobs WHERE status = 'running' GROUP BY owner)
 			UPDATE jobs SET status = 'running', attempt = attempt + 1,
@@ -112,7 +116,8 @@ func (st *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 			stage = 'starting'
 			WHERE seq = (
 				SELECT q.seq FROM jobs q LEFT JOIN running r ON r.owner = q.owner
-				WHERE q.status = 'queued' AND q.run_model IN (SELECT value FROM json_each(?4))
+				WHERE q.status = 'queued' AND q.aligning = 0
+				AND q.run_model IN (SELECT value FROM json_each(?4))
 				ORDER BY coalesce(r.n, 0), q.run_model IN (SELECT value FROM json_each(?5)) DESC, q.seq
 				LIMIT 1)
 			RETURNING ` + jobCols},

@@ -62,6 +62,15 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Keys", testKeys},
 		{"Watch", testWatch},
 		{"WatchIgnoresLeases", testWatchIgnoresLeases},
+		{"AligningCreate", testAligningCreate},
+		{"AligningLease", testAligningLease},
+		{"ClaimAlignment", testClaimAlignment},
+		{"ClaimAlignmentConcurrent", testClaimAlignmentConcurrent},
+		{"FinishAlignment", testFinishAlignment},
+		{"ReturnForAlignment", testReturnForAlignment},
+		{"AligningSummariesFollow", testAligningSummariesFollow},
+		{"ClaimSearch", testClaimSearch},
+		{"ClaimSearchConcurrent", testClaimSearchConcurrent},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
