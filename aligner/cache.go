@@ -143,6 +143,11 @@ func (c *Cache) Put(ctx context.Context, res align.Result) error {
 			len(res.Chains), len(res.Unpaired), len(res.Paired))
 	}
 	for i, seq := range res.Chains {
+		// A chain's unpaired alignment does not depend on its partners: one already kept
+		// (searched alone, or with other partners) stays.
+		if _, found, err := c.read(ctx, c.unpairedName(seq)); err == nil && found {
+			continue
+		}
 		if err := c.write(ctx, c.unpairedName(seq), []byte(res.Unpaired[i])); err != nil {
 			return err
 		}

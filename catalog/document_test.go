@@ -38,7 +38,7 @@ func TestDocumentShape(t *testing.T) {
 	}
 	unavailable["openfold3"] = "weights missing: the OpenFold3 checkpoint of3-ob-2025-06-30-174k.pt"
 	doc := documentJSON(t, unavailable, map[string]int{"boltz2": 311})
-	if got, want := keys(doc), []string{"api_version", "limits", "models", "msa_server", "object", "protocols"}; !slices.Equal(got, want) {
+	if got, want := keys(doc), []string{"api_version", "limits", "models", "msa_search", "msa_server", "object", "protocols"}; !slices.Equal(got, want) {
 		t.Fatalf("top-level keys %v, want %v", got, want)
 	}
 	if doc["object"] != "catalog" || doc["api_version"] != "1.0.0" || doc["msa_server"] != "https://msa.example.org" {
