@@ -184,9 +184,16 @@ func (s *Stage) align(ctx context.Context, j *job.Job) {
 			case ctx.Err() != nil:
 				log.Info("alignment search stopped: shutting down; another replica takes the job when its claim runs out")
 			default:
-				failure := fmt.Sprintf("alignment search failed: %v", err)
+				// A server's answer is the caller's to read (the server is public in
+				// /v1/models); a local search's failure names this machine's folders and
+				// commands, which stay in the log.
+				why := err.Error()
+				if s.cfg.Searcher.Source().Server == "" {
+					why = "the local MMseqs2 search did not complete (the server's log says why)"
+				}
+				failure := "alignment search failed: " + why
 				if len(j.Searches) > 1 {
-					failure = fmt.Sprintf("alignment search of target %d failed: %v", i+1, err)
+					failure = fmt.Sprintf("alignment search of target %d failed: %s", i+1, why)
 				}
 				s.finish(ctx, j.ID, failure)
 				log.Warn("alignment search failed", "error", err)
