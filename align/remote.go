@@ -28,6 +28,12 @@ type RemoteConfig struct {
 	Pairing string
 	// UserAgent names the client to the server, which asks clients to name themselves.
 	UserAgent string
+	// Username and Password, when set, are sent as HTTP basic authentication, and
+	// APIKeyHeader with APIKey as a header of that name: how a private server behind an
+	// authenticating proxy is reached (Boltz's --msa_server_username/--msa_server_password
+	// and --api_key_header/--api_key_value). APIKeyHeader defaults to X-API-Key.
+	Username, Password   string
+	APIKeyHeader, APIKey string
 	// Client sends the requests; the default gives up on a request after 2 minutes.
 	Client *http.Client
 	// Poll is the wait between two polls of a ticket under way.
@@ -86,6 +92,9 @@ func NewRemote(cfg RemoteConfig) (*Remote, error) {
 	case "pairgreedy", "paircomplete", "pairgreedy-env", "paircomplete-env":
 	default:
 		return nil, fmt.Errorf("align: pairing mode %q; it is pairgreedy or paircomplete, either with -env", cfg.Pairing)
+	}
+	if cfg.APIKeyHeader == "" {
+		cfg.APIKeyHeader = "X-API-Key"
 	}
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "chaperone"
@@ -280,6 +289,12 @@ func (r *Remote) call(ctx context.Context, method, endpoint string, form url.Val
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
 	req.Header.Set("User-Agent", r.cfg.UserAgent)
+	if r.cfg.Username != "" || r.cfg.Password != "" {
+		req.SetBasicAuth(r.cfg.Username, r.cfg.Password)
+	}
+	if r.cfg.APIKey != "" {
+		req.Header.Set(r.cfg.APIKeyHeader, r.cfg.APIKey)
+	}
 	resp, err := r.cfg.Client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("the server is unreachable: %w", err)

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/chaperone-bio/chaperone/align/aligntest"
 )
 
 // Two made-up chains for the stand-in server's alignments.
@@ -340,6 +342,42 @@ func TestQueryRefuses(t *testing.T) {
 	for _, q := range []Query{{}, {Chains: []string{chainA, ""}}, {Chains: []string{"mskie"}}, {Chains: []string{"MSK IE"}}} {
 		if _, err := q.distinct(); err == nil {
 			t.Errorf("%q taken", q.Chains)
+		}
+	}
+}
+
+// A private server behind an authenticating proxy takes the credentials it is given, and
+// refuses a search without them at once, in its words.
+func TestRemoteSendsCredentials(t *testing.T) {
+	t.Parallel()
+	standIn := aligntest.NewColabFold(0)
+	defer standIn.Close()
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, pass, ok := r.BasicAuth()
+		if !ok || user != "lab" || pass != "s3cret" || r.Header.Get("X-Msa-Key") != "k1" {
+			http.Error(w, "credentials, please", http.StatusUnauthorized)
+			return
+		}
+		standIn.Config.Handler.ServeHTTP(w, r)
+	}))
+	defer proxy.Close()
+	for _, tc := range []struct {
+		name    string
+		cfg     RemoteConfig
+		wantErr string
+	}{
+		{"with them", RemoteConfig{Username: "lab", Password: "s3cret", APIKeyHeader: "X-Msa-Key", APIKey: "k1"}, ""},
+		{"without", RemoteConfig{}, "401 Unauthorized"},
+		{"a wrong key", RemoteConfig{Username: "lab", Password: "s3cret", APIKey: "k1"}, "credentials, please"},
+	} {
+		tc.cfg.URL, tc.cfg.Poll = proxy.URL, time.Millisecond
+		r, err := NewRemote(tc.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = r.Search(context.Background(), Query{Chains: []string{chainA}})
+		if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("%s: %v; want %q", tc.name, err, tc.wantErr)
 		}
 	}
 }

@@ -65,7 +65,10 @@ func (f alignFlags) searcher() (align.Searcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	return align.NewRemote(align.RemoteConfig{URL: url, UserAgent: "chaperone/" + release(buildInfo())})
+	// Credentials come from the environment only, never from a flag that ps shows.
+	return align.NewRemote(align.RemoteConfig{URL: url, UserAgent: "chaperone/" + release(buildInfo()),
+		Username: env("CHAPERONE_MSA_SERVER_USERNAME", ""), Password: env("CHAPERONE_MSA_SERVER_PASSWORD", ""),
+		APIKeyHeader: env("CHAPERONE_MSA_API_KEY_HEADER", ""), APIKey: env("CHAPERONE_MSA_API_KEY", "")})
 }
 
 func (f alignFlags) cacheLimits() aligner.Limits {
