@@ -13,24 +13,27 @@ import (
 
 // OpenFold3 0.5 reads a chain's precomputed alignments from the files its query JSON lists
 // (main_msa_file_paths, paired_msa_file_paths), the way its own ColabFold step leaves them
-// (colabfold_msa_server.py:884-890, 979-985, 1020-1063):
+// (core/data/tools/colabfold_msa_server.py:884-890, 979-985, 1020-1063):
 //   - A file is read only under a stem of MSASettings.max_seq_counts, and becomes part of
 //     the main alignment only under a stem of aln_order, of the paired one only under a
-//     stem of paired_msa_order (dataset_config_components.py:80-116, msa.py:229-289):
-//     colabfold_main.a3m and colabfold_paired.a3m, as ColabFold's text.
-//   - The folder that holds an .a3m names the chain's alignments (msa.py:616-622, the
-//     representative id): chains whose files are in one folder share them.
-//   - The main alignment's first row is the query (msa.py:705-708). Main rows are
-//     deduplicated, and rows that also appear in the paired alignment are dropped
-//     (sample_processing/msa.py:318-365).
+//     stem of paired_msa_order (dataset_config_components.py:80-116,
+//     core/data/io/sequence/msa.py:229-287): colabfold_main.a3m and colabfold_paired.a3m,
+//     as ColabFold's text.
+//   - The folder that holds an .a3m names the chain's alignments (io/sequence/msa.py:
+//     616-622, the representative id): chains whose files are in one folder share them.
+//   - The main alignment's first row is the query (io/sequence/msa.py:705-708). Main rows
+//     are deduplicated, and rows that also appear in the paired alignment are dropped
+//     (core/data/pipelines/sample_processing/msa.py:340-390).
 //   - Precomputed paired alignments are stacked row for row across the chains, as they
 //     are, and must have the same number of rows in every chain that has one; a protein
-//     chain without one gets gap rows (sample_processing/msa.py:190-277). Without any,
-//     OpenFold3 would pair rows itself by species from uniprot_hits, which a ColabFold A3M
-//     is not named as.
+//     chain without one gets gap rows (sample_processing/msa.py:194-285). Without any,
+//     OpenFold3 pairs by species only from files named uniprot_hits or uniprot
+//     (msas_to_pair; sample_processing/msa.py:652-681, primitives/sequence/msa.py:
+//     632-680), so a complex given ColabFold's main alignments alone would go unpaired.
 //
-// The model sees the query row, then the paired rows, then the main rows
-// (featurization/msa.py:109-123).
+// The model sees the query row, then the paired rows (the whole paired A3M, its query row
+// included, as OpenFold3's own ColabFold step writes it), then the main rows
+// (core/data/primitives/featurization/msa.py:109-123).
 
 // chainMSA is the alignments one protein entity is folded with.
 type chainMSA struct {

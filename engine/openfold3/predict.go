@@ -89,7 +89,7 @@ func (p *prediction) writeInputs() error {
 
 // predictCommand is run_openfold predict over the query JSON. The server and templates
 // are switched off on the command line as well as in the runner YAML: the command line
-// wins over the YAML, whose own default is true (run_openfold.py:147-164,
+// wins over the YAML, whose own default is true (run_openfold.py:147-165,
 // experiment_runner.py:697-701, validator.py:313-314), and predict reads every alignment
 // from files.
 func (p *prediction) predictCommand() engine.Command {

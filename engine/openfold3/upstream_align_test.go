@@ -18,7 +18,7 @@ import (
 // its own sequence first; then every row of its paired alignment, the query's first as
 // OpenFold3's own ColabFold step writes it, in our order and side by side across the
 // chains; then every row of its main alignment, but for those OpenFold3 drops on purpose:
-// repeats, and rows that are also paired (sample_processing/msa.py:318-365). Nothing
+// repeats, and rows that are also paired (sample_processing/msa.py:340-390). Nothing
 // reached for the network.
 func TestUpstreamReadsTheAlignments(t *testing.T) {
 	env := realtools.Require(t, "run_openfold")
