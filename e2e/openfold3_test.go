@@ -20,7 +20,7 @@ import (
 // tool and checkpoint as its weights, instead of on the test engine.
 func withOpenFold3(tool, checkpoint string) option {
 	return func(c *app.Config) {
-		c.Engines = []engine.Engine{openfold3.New(openfold3.Config{MSAServerURL: testMSAServer})}
+		c.Engines = []engine.Engine{openfold3.New(openfold3.Config{})}
 		c.Tools = engine.Tools{"run_openfold": tool, openfold3.CheckpointTool: checkpoint}
 		c.MSAServerURL = testMSAServer
 	}

@@ -61,7 +61,7 @@ func TestUpstreamOpenFold3(t *testing.T) {
 	const seq = "MKTAYIAKQRQI"
 	req := map[string]any{"model": "openfold3", "sequence": seq,
 		"params": map[string]any{"use_msa_server": false, "recycling_steps": 1, "sampling_steps": 10}}
-	real := &listingEngine{Engine: openfold3.New(openfold3.Config{MSAServerURL: testMSAServer})}
+	real := &listingEngine{Engine: openfold3.New(openfold3.Config{})}
 	s := startServer(t, withListingEngine(real, env.Bin("run_openfold"), ckpt))
 	id := s.create("/v1/predictions", req)
 	s.waitFor(id, 10*time.Minute, func(j map[string]any) bool { return j["status"] != "queued" })
@@ -103,7 +103,7 @@ func TestUpstreamOpenFold3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fake := &listingEngine{Engine: openfold3.New(openfold3.Config{MSAServerURL: testMSAServer})}
+	fake := &listingEngine{Engine: openfold3.New(openfold3.Config{})}
 	ss := startServer(t, withListingEngine(fake, tool, ckpt))
 	sid := ss.create("/v1/predictions", req)
 	ss.waitFor(sid, time.Minute, func(j map[string]any) bool { return j["status"] == "succeeded" })

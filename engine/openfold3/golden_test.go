@@ -12,10 +12,12 @@ import (
 )
 
 // TestWrittenInputsGolden pins what the engine gives run_openfold for requests of every
-// feature (testdata/<name>.json, a request as the API takes it): the query JSON, runner
-// YAML, the search's query and settings when there is one, and every alignment file, with
-// the run's folder written as $WORK. go test -run TestWrittenInputsGolden -update
-// rewrites <name>.golden.
+// feature (testdata/<name>.json, a request as the API takes it), run with the alignments
+// the alignment stage would give them (searchedFor): the query JSON, runner YAML and every
+// alignment file, with the run's folder written as $WORK. Among them: a searched monomer
+// (sequence), homodimer and heteromer, a searched chain beside a sent one (inline_msas),
+// and searched pairs beside pairs sent as CSV (paired_searched_and_sent). go test -run
+// TestWrittenInputsGolden -update rewrites <name>.golden.
 func TestWrittenInputsGolden(t *testing.T) {
 	t.Parallel()
 	golden.EachInput(t, filepath.Join("testdata", "*.json"), func(t *testing.T, _ string, body []byte, goldenPath string) {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/chaperone-bio/chaperone/align"
 	"github.com/chaperone-bio/chaperone/catalog"
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/openfold3/openfold3test"
@@ -27,25 +28,19 @@ func TestMain(m *testing.M) {
 	}, &standIn))
 }
 
-const server = "https://msa.example.org"
-
 // tools points the engine at the stand-in and the checkpoint.
 func tools() engine.Tools { return engine.Tools{"run_openfold": standIn, CheckpointTool: ckpt} }
 
-// harness runs jobs on one engine against the stand-in, sharing an alignment cache.
+// harness runs jobs on one engine against the stand-in.
 type harness struct {
-	t        *testing.T
-	engine   *Engine
-	cacheDir string
-	workDir  string
+	t       *testing.T
+	engine  *Engine
+	workDir string
 	enginerun.Recorder
 }
 
 func newHarness(t *testing.T, cfg Config) *harness {
-	if cfg.MSAServerURL == "" {
-		cfg.MSAServerURL = server
-	}
-	return &harness{t: t, engine: New(cfg), cacheDir: t.TempDir()}
+	return &harness{t: t, engine: New(cfg)}
 }
 
 // newJob validates a request as the API does, with openfold3 as its model unless it names
@@ -66,13 +61,20 @@ func newJob(t *testing.T, req string) *job.Job {
 	return enginerun.Leased(t, j)
 }
 
-// run runs a job in a fresh work folder.
+// run runs a job in a fresh work folder with the alignments the alignment stage would
+// have searched for it (searchedFor).
 func (h *harness) run(j *job.Job) (*engine.Output, error) {
+	h.t.Helper()
+	return h.runWith(j, searchedFor(h.t, j))
+}
+
+// runWith runs a job in a fresh work folder with the given searched alignments.
+func (h *harness) runWith(j *job.Job, alignments []align.Result) (*engine.Output, error) {
 	h.t.Helper()
 	h.workDir = h.t.TempDir()
 	h.Log = enginerun.Log{}
 	return h.engine.Run(context.Background(), &engine.Run{
-		Job: j, WorkDir: h.workDir, CacheDir: h.cacheDir, Tools: tools(), Log: &h.Log,
+		Job: j, WorkDir: h.workDir, Tools: tools(), Alignments: alignments, Log: &h.Log,
 		Report: h.Report, Exec: h.Exec(h.workDir),
 	})
 }

@@ -36,9 +36,7 @@ type chain struct {
 	PairedMSAFilePaths   []string          `json:"paired_msa_file_paths,omitempty"`
 }
 
-// The alignment files OpenFold3 reads (MSASettings of dataset_config_components.py): a
-// file counts only under one of its known stems, and a chain's alignments are told apart
-// by the name of the folder that holds them.
+// The alignment files the engine writes (alignments.go says how OpenFold3 reads them).
 const (
 	mainMSA   = "colabfold_main.a3m"
 	pairedMSA = "colabfold_paired.a3m"
@@ -56,12 +54,6 @@ type target struct {
 	cx *bio.Complex
 	// alignments holds, per entity, its alignment files; nil for a chain without one.
 	alignments []*alignment
-	// auto lists the entities aligned on the server (this run or from the cache), in
-	// order; cacheKey names their search in the cache.
-	auto     []int
-	cacheKey string
-	cached   bool // the server's alignments came from the cache
-	searched bool // they are searched in this run
 }
 
 // msa reports whether some chain of the target is folded with an alignment.
@@ -69,14 +61,10 @@ func (t *target) msa() bool {
 	return slices.ContainsFunc(t.alignments, func(a *alignment) bool { return a != nil })
 }
 
-// queryChains are the target's entities as OpenFold3 chains; only lists the entities
-// in only (all when nil), with their alignment files when withMSA.
-func queryChains(t *target, only []int, withMSA bool) []chain {
+// queryChains are the target's entities as OpenFold3 chains, with their alignment files.
+func queryChains(t *target) []chain {
 	var out []chain
 	for i, e := range t.cx.Entities {
-		if only != nil && !slices.Contains(only, i) {
-			continue
-		}
 		c := chain{MoleculeType: string(e.Kind), ChainIDs: e.IDs}
 		switch {
 		case e.Kind.Polymer():
@@ -92,7 +80,7 @@ func queryChains(t *target, only []int, withMSA bool) []chain {
 				c.NonCanonicalResidues[strconv.Itoa(m.Position)] = m.CCD
 			}
 		}
-		if a := t.alignments[i]; withMSA && a != nil {
+		if a := t.alignments[i]; a != nil {
 			if a.main {
 				c.MainMSAFilePaths = []string{filepath.Join(a.dir, mainMSA)}
 			}
@@ -109,7 +97,7 @@ func queryChains(t *target, only []int, withMSA bool) []chain {
 func writeQuerySet(path string, targets []*target) error {
 	qs := querySet{Queries: map[string]query{}}
 	for _, t := range targets {
-		q := query{Chains: queryChains(t, nil, true)}
+		q := query{Chains: queryChains(t)}
 		if !t.msa() {
 			off := false
 			q.UseMSAs = &off
@@ -125,59 +113,6 @@ func writeJSON(path string, v any) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
-}
-
-// writeInline writes the alignments the caller sent for a target as OpenFold3's files.
-// An A3M is the chain's main alignment. Boltz's CSV pairs rows of several chains by key:
-// with two or more CSV chains, the keyed rows become each chain's paired alignment, row
-// for row across chains (a gap row where a chain lacks a key), and the unkeyed rows its
-// main alignment; a CSV chain alone keeps every row in its main alignment.
-func writeInline(t *target, files string) error {
-	var csv []int
-	for i, e := range t.cx.Entities {
-		if e.Kind == bio.Protein && e.MSA.Source == bio.MSAInline && e.MSA.Format == bio.CSV {
-			csv = append(csv, i)
-		}
-	}
-	var keys []int
-	if len(csv) > 1 {
-		seen := map[int]bool{}
-		for _, i := range csv {
-			for _, r := range csvRows(t.cx.Entities[i].MSA.Text) {
-				if r.keyed && !seen[r.key] {
-					seen[r.key] = true
-					keys = append(keys, r.key)
-				}
-			}
-		}
-		slices.Sort(keys)
-	}
-	for i, e := range t.cx.Entities {
-		if e.Kind != bio.Protein || e.MSA.Source != bio.MSAInline {
-			continue
-		}
-		a := &alignment{dir: entityDir(files, t.cx.Name, i), main: true}
-		if err := os.MkdirAll(a.dir, 0o755); err != nil {
-			return err
-		}
-		var main, paired string
-		if e.MSA.Format == bio.A3M {
-			main = a3m(e.MSA.Text)
-		} else {
-			main, paired = splitCSV(e.Sequence, csvRows(e.MSA.Text), keys)
-		}
-		if err := os.WriteFile(filepath.Join(a.dir, mainMSA), []byte(main), 0o644); err != nil {
-			return err
-		}
-		if paired != "" {
-			a.paired = true
-			if err := os.WriteFile(filepath.Join(a.dir, pairedMSA), []byte(paired), 0o644); err != nil {
-				return err
-			}
-		}
-		t.alignments[i] = a
-	}
-	return nil
 }
 
 // entityDir is the folder of one entity's alignments; its name tells OpenFold3 which
@@ -281,9 +216,12 @@ func splitCSV(query string, rows []csvRow, keys []int) (main, paired string) {
 // in OpenFold3's model config (model_config.py:47, pae_head_enabled) since 0.4, which
 // dropped the pae_enabled preset (project_entry.py:36-45).
 type runnerYAML struct {
-	output         string // experiment_settings.output_dir
-	seed           int    // experiment_settings.seeds, the one seed of the run
-	msaDir         string // msa_computation_settings.msa_output_directory
+	output string // experiment_settings.output_dir
+	seed   int    // experiment_settings.seeds, the one seed of the run
+	// msaDir is msa_computation_settings.msa_output_directory, where OpenFold3 writes a
+	// query-only alignment for a protein chain without files (colabfold_msa_server.py:
+	// 1379-1435, augment_main_msa_with_query_sequence).
+	msaDir         string
 	format         string // cif or pdb
 	gpu            bool   // pl_trainer_args.accelerator gpu, else cpu
 	recycles       *int
@@ -332,13 +270,6 @@ func (r runnerYAML) String() string {
 	}
 	fmt.Fprintf(&b, "msa_computation_settings:\n  msa_output_directory: %s\n  cleanup_msa_dir: false\n", q(r.msaDir))
 	return b.String()
-}
-
-// alignSettings is the YAML of align-msa-server's --msa_computation_settings_yaml
-// (MsaComputationSettings of core/data/tools/colabfold_msa_server.py): the server, and
-// alignments as A3M text, which the cache keeps and predict reads.
-func alignSettings(server string) string {
-	return fmt.Sprintf("server_url: %s\nmsa_file_format: a3m\nsave_mappings: false\n", q(server))
 }
 
 // q quotes a string as a YAML double-quoted scalar, which JSON's string syntax is.

@@ -4,11 +4,12 @@
 // entry_points/validator.py, projects/of3_all_atom/config/inference_query_format.py).
 //
 // A job is one `run_openfold predict` over one query JSON that holds every target, so the
-// weights load once per job. Alignments never come from OpenFold3's own server step, which
-// would align every protein chain of every query and overwrite the alignments a caller
-// sent: chains to be aligned on the operator's server are first searched with
-// `run_openfold align-msa-server` (no weights load), unless the alignment cache has them,
-// and predict then reads every alignment from files. Samples, recycles, sampling steps,
+// weights load once per job. OpenFold3 never searches: predict runs with use_msa_server
+// and use_templates false, and reads every alignment from files the engine writes, its
+// precomputed MSAs: those the caller sent, and those chaperone's alignment stage searched
+// ahead of the run (engine.Run.Alignments). OpenFold3's own server step would hold the
+// GPU while it searches, overwrite the alignments a caller sent, and since 0.4 needs
+// data.rcsb.org, which a private cluster cannot reach. Samples, recycles, sampling steps,
 // kernels, accelerator, output format and the seed go through the runner YAML. OpenFold3
 // merges $OPENFOLD_CACHE/runner.yml under that YAML (run_openfold.py:209-221), so predict
 // runs with OPENFOLD_CACHE at an empty folder of its own: an operator's leftover
@@ -20,7 +21,7 @@
 // never from the exit status. The model is offered only while the checkpoint is there
 // (the real tool would ask on a terminal before downloading it). The input rules OpenFold3
 // adds to the catalog's capabilities are CheckInput.
-// Imports: engine, engine/toolkit and toolkit/msacache, job, bio.
+// Imports: align, bio, engine, engine/toolkit, job.
 package openfold3
 
 import (
@@ -59,19 +60,14 @@ const (
 
 // Config is the engine's setup on one worker.
 type Config struct {
-	// MSAServerURL is the ColabFold-compatible MMseqs2 server that chains are aligned on
-	// (msa_computation_settings.server_url); default engine.DefaultMSAServer.
-	MSAServerURL string
 	// GPU runs OpenFold3 on the GPU (pl_trainer_args.accelerator gpu); else on the CPU.
 	GPU bool
-	// MSACacheBytes bounds the alignment cache; default 2 GiB.
-	MSACacheBytes int64
 }
 
 // Engine runs openfold3 jobs with the run_openfold command.
 type Engine struct {
-	cfg            Config
-	predict, align *toolkit.Tool
+	cfg     Config
+	predict *toolkit.Tool
 
 	mu     sync.Mutex
 	kernel map[string]bool // tool stamp → cuEquivariance is importable by its Python
@@ -79,33 +75,22 @@ type Engine struct {
 
 // New returns an engine with the given setup.
 func New(cfg Config) *Engine {
-	if cfg.MSAServerURL == "" {
-		cfg.MSAServerURL = engine.DefaultMSAServer
-	}
-	if cfg.MSACacheBytes == 0 {
-		cfg.MSACacheBytes = 2 << 30
-	}
 	const install, needs = "OpenFold3 (pip install openfold3[cuequivariance])", "OpenFold3 0.5 or newer (pip install -U openfold3[cuequivariance])"
 	return &Engine{cfg: cfg, kernel: map[string]bool{},
 		predict: &toolkit.Tool{Name: "run_openfold", Install: install, Needs: needs, Subcommand: []string{"predict"},
 			Options: []string{"--query_json", "--runner_yaml", "--inference_ckpt_path", "--num_diffusion_samples",
 				"--use_msa_server", "--use_templates", "--output_dir"}},
-		align: &toolkit.Tool{Name: "run_openfold", Install: install, Needs: needs, Subcommand: []string{"align-msa-server"},
-			Options: []string{"--query_json", "--output_dir", "--msa_computation_settings_yaml"}},
 	}
 }
 
 func (e *Engine) Name() string     { return e.predict.Name }
 func (e *Engine) Models() []string { return []string{"openfold3"} }
 
-// Check finds run_openfold, checks that the --help of predict and of align-msa-server
-// list every option the engine passes, and that the checkpoint is there; it also learns
+// Check finds run_openfold, checks that the --help of predict lists every option the
+// engine passes, and that the checkpoint is there; it also learns
 // whether the tool's Python has the cuEquivariance kernels, for fast runs.
 func (e *Engine) Check(ctx context.Context, tools engine.Tools) error {
 	if err := e.predict.Check(ctx, tools); err != nil {
-		return err
-	}
-	if err := e.align.Check(ctx, tools); err != nil {
 		return err
 	}
 	if _, err := checkpoint(tools); err != nil {
@@ -212,8 +197,9 @@ func fileStamp(path string) (string, bool) {
 	return fmt.Sprintf("%s %d %d", path, info.Size(), info.ModTime().UnixNano()), true
 }
 
-// Run predicts every target of the job in one run_openfold predict, after searching the
-// alignments that neither the request nor the cache holds.
+// Run predicts every target of the job in one run_openfold predict, with the alignments the
+// caller sent and those the alignment stage searched. A target whose chains were to be
+// searched and have no alignments in run.Alignments fails the job before the tool runs.
 func (e *Engine) Run(ctx context.Context, run *engine.Run) (*engine.Output, error) {
 	path, err := e.predict.Path(run.Tools)
 	if err != nil {
@@ -234,20 +220,8 @@ func (e *Engine) Run(ctx context.Context, run *engine.Run) (*engine.Output, erro
 	p.checkpoint = ckpt
 	p.kernels = p.cfg.GPU && p.params.Fast
 	p.cuEquivariance = p.kernels && e.cuEquivariance(path)
-	if err := p.prepare(); err != nil {
-		return nil, fmt.Errorf("writing the inputs of run_openfold: %w", err)
-	}
-	if cmd, ok := p.alignCommand(path); ok {
-		started := time.Now()
-		err := run.Exec(ctx, cmd)
-		p.elapsed += time.Since(started)
-		if ctx.Err() != nil || errors.Is(err, exec.ErrNotFound) {
-			return nil, err
-		}
-		p.takeAlignments(err)
-	}
-	if len(p.predicted()) == 0 {
-		return p.results(nil)
+	if err := p.placeAlignments(run.Alignments); err != nil {
+		return nil, err
 	}
 	if err := p.writeInputs(); err != nil {
 		return nil, fmt.Errorf("writing the inputs of run_openfold: %w", err)
@@ -263,7 +237,7 @@ func (e *Engine) Run(ctx context.Context, run *engine.Run) (*engine.Output, erro
 	cmd.Env = append(cmd.Env, cacheEnv+"="+cache)
 	started := time.Now()
 	err = run.Exec(ctx, cmd)
-	p.elapsed += time.Since(started)
+	p.elapsed = time.Since(started)
 	if ctx.Err() != nil || errors.Is(err, exec.ErrNotFound) {
 		return nil, err
 	}

@@ -26,12 +26,11 @@ var (
 // goroutine and Exec returns only after it, so the engine reads the fields once Exec has
 // returned.
 type monitor struct {
-	report    func(job.Progress)
-	total     int
-	searching bool // an alignment search runs before predict
-	stage     string
-	done      int
-	fraction  float64
+	report   func(job.Progress)
+	total    int
+	stage    string
+	done     int
+	fraction float64
 
 	// errors holds, per query, what OpenFold3 printed when it failed it.
 	errors map[string]string
@@ -44,19 +43,7 @@ func newMonitor(report func(job.Progress), total int) *monitor {
 	return &monitor{report: report, total: total, stage: job.StageStarting, errors: map[string]string{}, oom: map[string]bool{}}
 }
 
-// searchShare is the part of the progress bar that an alignment search takes: about as
-// long as predicting.
-const searchShare = 0.4
-
-func (m *monitor) stageMSA() { m.set(job.StageMSA, 0) }
-
-func (m *monitor) stageInference() {
-	start := 0.0
-	if m.searching {
-		start = searchShare
-	}
-	m.set(job.StageInference, start)
-}
+func (m *monitor) stageInference() { m.set(job.StageInference, 0) }
 
 // line reads one line of the tool's output.
 func (m *monitor) line(line string) {
@@ -96,11 +83,7 @@ func (m *monitor) line(line string) {
 		of, _ := strconv.Atoi(g[2])
 		of = max(of, 1)
 		m.done = min(n, m.total)
-		start := 0.0
-		if m.searching {
-			start = searchShare
-		}
-		m.set(job.StageInference, start+(1-start)*float64(min(n, of))/float64(of))
+		m.set(job.StageInference, float64(min(n, of))/float64(of))
 	}
 }
 

@@ -38,15 +38,6 @@ func TestMonitorReadsWhatOpenFold3Prints(t *testing.T) {
 	if last.Stage != job.StageInference || last.Done != 2 || *last.Fraction != 0.5 {
 		t.Errorf("progress %+v (fraction %v)", last, *last.Fraction)
 	}
-	// After a search, predicting is the rest of the bar.
-	m = newMonitor(func(p job.Progress) { reports = append(reports, p) }, 2)
-	m.searching = true
-	m.stageMSA()
-	m.stageInference()
-	m.line("Predicting DataLoader 0:  50%|█████     | 1/2 [00:10<00:10,  0.20it/s]")
-	if last := reports[len(reports)-1]; *last.Fraction != searchShare+(1-searchShare)/2 {
-		t.Errorf("progress after a search %+v (fraction %v)", last, *last.Fraction)
-	}
 }
 
 func TestReadErrorLog(t *testing.T) {

@@ -47,7 +47,7 @@ func (p *prediction) results(exit error) (*engine.Output, error) {
 		targets[i], own[i] = p.read(t, failed, summary, logged, exit)
 	}
 	// Each row's runtime is its own prediction step, plus an equal share of the rest of the
-	// tool's time (start-up, searches, weight loading): the rows add up to the wall time.
+	// tool's time (start-up, weight loading): the rows add up to the wall time.
 	share := max(p.elapsed.Seconds()-sum(own), 0) / float64(max(len(targets), 1))
 	for i := range targets {
 		targets[i].Row.RuntimeS = math.Round((own[i]+share)*1000) / 1000
@@ -71,9 +71,6 @@ func (p *prediction) read(t *target, failed map[string]bool, summary bool, logge
 	fail := func(format string, args ...any) (toolkit.Target, float64) {
 		r.Row.Status, r.Row.Error, r.Files = job.RowFailed, fmt.Sprintf(format, args...), nil
 		return r, 0
-	}
-	if why, ok := p.alignFailed[name]; ok {
-		return fail("%s", why)
 	}
 	if failed[name] {
 		return fail("%s", p.failure(name, logged))

@@ -13,27 +13,6 @@ import (
 	"github.com/chaperone-bio/chaperone/internal/execfile"
 )
 
-// TestAlignmentsComeFromTheCache: a second job with the same sequences searches nothing.
-func TestAlignmentsComeFromTheCache(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t, Config{})
-	req := `{"input": ">A|protein\nMKTAYIAKQRQ\n>B|protein\nGSHMLE\n"}`
-	for i, want := range []string{"1 target(s) searched on " + server, "1 target(s) from the cache"} {
-		out, err := h.run(newJob(t, req))
-		if err != nil {
-			t.Fatal(err)
-		}
-		log := h.Log.String()
-		searched := strings.Contains(log, "[run_openfold stand-in] align-msa-server")
-		if !strings.Contains(log, want) || searched != (i == 0) || !out.Rows[0].MSA {
-			t.Errorf("job %d: searched %v, row %+v; want %q in\n%s", i+1, searched, out.Rows[0], want, log)
-		}
-		if !strings.Contains(log, "target_1 chains B (protein): main e2/colabfold_main.a3m (5 rows), paired 3 rows") {
-			t.Errorf("job %d: chain B did not read its alignments:\n%s", i+1, log)
-		}
-	}
-}
-
 // TestKernels: fast uses upstream's kernels on a GPU, cuEquivariance's only where the
 // worker's check found that the tool's Python can import it.
 func TestKernels(t *testing.T) {

@@ -1,90 +1,173 @@
 package openfold3
 
 import (
-	"archive/tar"
-	"compress/gzip"
-	"context"
-	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"os"
-	"os/exec"
+	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
-	"github.com/chaperone-bio/chaperone/engine"
-	"github.com/chaperone-bio/chaperone/internal/enginerun"
+	"github.com/chaperone-bio/chaperone/align"
 	"github.com/chaperone-bio/chaperone/internal/realtools"
 )
 
-// TestUpstreamAlignWithoutRCSB: the engine's search on the MSA server gives its alignments on
-// a worker that cannot reach data.rcsb.org, when the server returns template hits, as
-// ColabFold's servers do for every search in env mode. The real align-msa-server maps every
-// hit's chain through data.rcsb.org and raises when it cannot
-// (core/data/tools/colabfold_msa_server.py:895-927, rscb.py:38-74). The proxy here refuses
-// every connection but the local MSA server's.
-func TestUpstreamAlignWithoutRCSB(t *testing.T) {
+// TestUpstreamReadsTheAlignments: OpenFold3 0.5's own code reads the alignment files the
+// engine writes as meant (testdata/read_msas.py: predict's query and runner parsing, its
+// data module's preparation and its featurisation, on the CPU without weights, with every
+// network connection refused). In the "msa" feature the model gets, each protein chain has
+// its own sequence first; then every row of its paired alignment, the query's first as
+// OpenFold3's own ColabFold step writes it, in our order and side by side across the
+// chains; then every row of its main alignment, but for those OpenFold3 drops on purpose:
+// repeats, and rows that are also paired (sample_processing/msa.py:340-390). Nothing
+// reached for the network.
+func TestUpstreamReadsTheAlignments(t *testing.T) {
 	env := realtools.Require(t, "run_openfold")
 	isolate(t)
-	t.Setenv("HTTPS_PROXY", "http://127.0.0.1:9")
-	t.Setenv("HTTP_PROXY", "http://127.0.0.1:9")
-	t.Setenv("NO_PROXY", "127.0.0.1,localhost")
-	const seq = "MKTAYIAKQRQISFVKSHFSRQ"
-	msa := colabFoldWithTemplates(t)
-
-	e := New(Config{MSAServerURL: msa.URL})
-	work := t.TempDir()
-	var rec enginerun.Recorder
-	run := &engine.Run{Job: newJob(t, `{"sequence": "`+seq+`"}`), WorkDir: work, CacheDir: t.TempDir(), Log: &rec.Log, Report: rec.Report}
-	p, err := e.plan(run, work)
-	if err != nil {
-		t.Fatal(err)
+	const a, b = "MKTAYIAKQRQ", "GSHMLEV"
+	sentA3M := ">q\n" + a + "\n>h1\n" + withInsertion(variant(a, 2)) + "\n>h1 again\n" + variant(a, 2) + "\n"
+	tests := []struct {
+		name, req string
+		// main holds the rows each chain's main alignment was given, before OpenFold3
+		// drops repeats and paired rows; paired the rows of its paired alignment, in order,
+		// the query's first (none when the target has none).
+		main, paired func(res align.Result) map[string][]string
+	}{
+		{"monomer", `{"sequence": "` + a + `"}`,
+			func(res align.Result) map[string][]string { return map[string][]string{"A": rowsOf(res.Unpaired[0])} }, nil},
+		{"homodimer", `{"input": "sequences:\n  - protein: {id: [A, B], sequence: ` + a + `}\n"}`,
+			func(res align.Result) map[string][]string {
+				return map[string][]string{"A": rowsOf(res.Unpaired[0]), "B": rowsOf(res.Unpaired[0])}
+			}, nil},
+		{"heteromer", `{"input": ">A|protein\n` + a + `\n>B|protein\n` + b + `\n>C|protein\n` + a + `\n"}`,
+			func(res align.Result) map[string][]string {
+				return map[string][]string{"A": rowsOf(res.Unpaired[0]), "B": rowsOf(res.Unpaired[1]), "C": rowsOf(res.Unpaired[0])}
+			},
+			func(res align.Result) map[string][]string {
+				return map[string][]string{"A": rowsOf(res.Paired[0]), "B": rowsOf(res.Paired[1]), "C": rowsOf(res.Paired[0])}
+			}},
+		{"one searched, one sent", `{"input": ` + jsonText("sequences:\n  - protein: {id: A, sequence: "+a+", msa: "+q(sentA3M)+"}\n"+
+			"  - protein: {id: B, sequence: "+b+"}\n") + `}`,
+			func(res align.Result) map[string][]string {
+				return map[string][]string{"A": rowsOf(sentA3M), "B": rowsOf(res.Unpaired[0])}
+			}, nil},
+		{"searched pairs and sent pairs", `{"input": "sequences:\n  - protein: {id: A, sequence: ` + a + `}\n  - protein: {id: B, sequence: ` + b + `}\n` +
+			`  - protein: {id: C, sequence: MKTAY, msa: \"key,sequence\\n,MKTAY\\n1,MKSAY\\n,MKTAA\\n2,MRTAY\\n\"}\n` +
+			`  - protein: {id: D, sequence: GGSGG, msa: \"key,sequence\\n,GGSGG\\n2,GGAGG\\n\"}\n"}`,
+			func(res align.Result) map[string][]string {
+				return map[string][]string{"A": rowsOf(res.Unpaired[0]), "B": rowsOf(res.Unpaired[1]),
+					"C": {"MKTAY", "MKTAA"}, "D": {"GGSGG"}}
+			},
+			// The search's rows, then the keyed rows; gaps where a source pairs a chain
+			// with nothing.
+			func(res align.Result) map[string][]string {
+				return map[string][]string{
+					"A": append(rowsOf(res.Paired[0]), "-----------", "-----------"),
+					"B": append(rowsOf(res.Paired[1]), "-------", "-------"),
+					"C": {"MKTAY", "-----", "-----", "MKSAY", "MRTAY"},
+					"D": {"GGSGG", "-----", "-----", "-----", "GGAGG"},
+				}
+			}},
 	}
-	if err := p.prepare(); err != nil {
-		t.Fatal(err)
+	var works []string
+	for _, tt := range tests {
+		h := newHarness(t, Config{})
+		if _, err := h.run(newJob(t, tt.req)); err != nil {
+			t.Fatalf("%s: %v\n%s", tt.name, err, h.Log.String())
+		}
+		works = append(works, h.workDir)
 	}
-	cmd, ok := p.alignCommand(env.Bin("run_openfold"))
-	if !ok {
-		t.Fatal("no search")
+	placeholder := filepath.Join(t.TempDir(), checkpointName)
+	writeTestFile(t, placeholder, "placeholder")
+	var read struct {
+		Network []string `json:"network"`
+		Works   map[string]map[string]struct {
+			NumPaired int                 `json:"num_paired_seqs"`
+			Chains    map[string][]string `json:"chains"`
+		} `json:"works"`
 	}
-	out, err := exec.CommandContext(context.Background(), cmd.Path, cmd.Args...).CombinedOutput()
-	p.takeAlignments(err)
-	if why := p.alignFailed["target_1"]; why != "" {
-		t.Fatalf("%s\n%s", why, out)
+	out := env.Run(t, []string{"OMP_NUM_THREADS=1"}, filepath.Join("testdata", "read_msas.py"), append([]string{placeholder}, works...)...)
+	if err := json.Unmarshal(out, &read); err != nil {
+		t.Fatalf("%v\n%s", err, out)
 	}
-	b, err := os.ReadFile(filepath.Join(entityDir(p.files, "target_1", 0), mainMSA))
-	if err != nil || !strings.Contains(string(b), ">UniRef100_X\n") {
-		t.Errorf("the main alignment: %v\n%s\n%s", err, b, out)
+	if len(read.Network) > 0 {
+		t.Errorf("OpenFold3 reached for the network: %v", read.Network)
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := read.Works[works[i]]["target_1"]
+			if !ok {
+				t.Fatalf("read_msas.py read no target_1 in %s", works[i])
+			}
+			res := searchedFor(t, newJob(t, tt.req))[0]
+			main := tt.main(res)
+			var paired map[string][]string
+			if tt.paired != nil {
+				paired = tt.paired(res)
+			}
+			for id, rows := range got.Chains {
+				pairedRows := paired[id]
+				if got.NumPaired != 1+len(pairedRows) {
+					t.Errorf("chain %s: %d paired rows with the query's, want %d", id, got.NumPaired, 1+len(pairedRows))
+					continue
+				}
+				query := main[id][0]
+				if rows[0] != query {
+					t.Errorf("chain %s: the first row is %s, not the chain %s", id, rows[0], query)
+				}
+				if !slices.Equal(rows[1:got.NumPaired], pairedRows) {
+					t.Errorf("chain %s: paired rows\n%v\nwant\n%v", id, rows[1:got.NumPaired], pairedRows)
+				}
+				wantMain := keptMain(main[id], pairedRows)
+				if gotMain := withoutPadding(rows[got.NumPaired:]); !slices.Equal(gotMain, wantMain) {
+					t.Errorf("chain %s: main rows\n%v\nwant\n%v", id, gotMain, wantMain)
+				}
+			}
+			if len(got.Chains) != len(main) {
+				t.Errorf("chains read %v, want %d", got.Chains, len(main))
+			}
+		})
 	}
 }
 
-// colabFoldWithTemplates is a ColabFold MSA server whose every search finds one UniRef hit,
-// one environmental hit and one template (pdb70.m8).
-func colabFoldWithTemplates(t *testing.T) *httptest.Server {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case r.Method == http.MethodPost && r.URL.Path == "/ticket/msa":
-			query := strings.TrimSpace(strings.TrimPrefix(r.FormValue("q"), ">101\n"))
-			fmt.Fprintf(w, `{"id": "ticket-%s", "status": "COMPLETE"}`, query)
-		case strings.HasPrefix(r.URL.Path, "/result/download/ticket-"):
-			query := strings.TrimPrefix(r.URL.Path, "/result/download/ticket-")
-			gz := gzip.NewWriter(w)
-			tw := tar.NewWriter(gz)
-			for _, f := range []struct{ name, text string }{
-				{"uniref.a3m", ">101\n" + query + "\n>UniRef100_X\n" + query + "\n\x00"},
-				{"bfd.mgnify30.metaeuk30.smag30.a3m", ">101\n" + query + "\n>MGYP1\n" + query + "\n\x00"},
-				{"pdb70.m8", "101\t1abc_A\t0.95\t22\t1\t0\t1\t22\t1\t22\t1e-10\t80\n"},
-			} {
-				_ = tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.text))})
-				_, _ = tw.Write([]byte(f.text))
-			}
-			_ = tw.Close()
-			_ = gz.Close()
-		default:
-			http.NotFound(w, r)
+// keptMain is what OpenFold3 keeps of a chain's main rows: each row once, in order, but
+// for rows that are also paired rows of the chain.
+func keptMain(rows, paired []string) []string {
+	var out []string
+	for _, r := range rows {
+		if slices.Contains(out, r) || slices.Contains(paired, r) {
+			continue
 		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+		out = append(out, r)
+	}
+	return out
+}
+
+// withoutPadding drops the rows of gaps only at the end: OpenFold3 pads every chain to the
+// deepest chain's main alignment.
+func withoutPadding(rows []string) []string {
+	for len(rows) > 0 && strings.Trim(rows[len(rows)-1], "-") == "" {
+		rows = rows[:len(rows)-1]
+	}
+	return rows
+}
+
+// rowsOf is an A3M's rows as OpenFold3 reads them: one per header, insertions (lower case)
+// left out.
+func rowsOf(a3m string) []string {
+	var rows []string
+	for line := range strings.Lines(a3m) {
+		l := strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(l, ">"):
+			rows = append(rows, "")
+		case l != "" && !strings.HasPrefix(l, "#"):
+			rows[len(rows)-1] += strings.Map(func(r rune) rune {
+				if r >= 'a' && r <= 'z' {
+					return -1
+				}
+				return r
+			}, l)
+		}
+	}
+	return rows
 }

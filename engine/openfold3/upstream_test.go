@@ -120,7 +120,7 @@ except ValueError as e:
 func TestUpstreamStandInOptions(t *testing.T) {
 	env := realtools.Require(t, "run_openfold")
 	option := regexp.MustCompile(`--[a-z][a-z_-]*`)
-	for _, cmd := range []string{"predict", "align-msa-server"} {
+	for _, cmd := range []string{"predict"} {
 		real, err := exec.Command(env.Bin("run_openfold"), cmd, "--help").CombinedOutput()
 		if err != nil {
 			t.Fatalf("run_openfold %s --help: %v\n%s", cmd, err, real)

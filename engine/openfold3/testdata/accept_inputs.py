@@ -10,9 +10,7 @@ into InferenceQuerySet, both into InferenceExperimentRunner and its InferenceDat
 prepare_data (experiment_runner.py:619-860, data_module.py:654-690); then every query is
 featurised by InferenceDataset.create_all_features (single_datasets/inference.py:296-345):
 the structure and reference conformers from the CCD biotite ships and RDKit, the
-alignment files, templates and pocket features, as the data loader would. A search's
-inputs/search.json and inputs/msa_settings.yaml go through what `run_openfold
-align-msa-server` does before it reaches the server (run_openfold.py:293-297).
+alignment files, templates and pocket features, as the data loader would.
 
 Prints "ok WORK" or "refused WORK: why" per folder.
 """
@@ -23,7 +21,6 @@ from pathlib import Path
 
 from openfold3.core.config import config_utils
 from openfold3.core.data.framework.single_datasets.inference import InferenceDataset
-from openfold3.core.data.tools.colabfold_msa_server import MsaComputationSettings
 from openfold3.entry_points.experiment_runner import InferenceExperimentRunner
 from openfold3.entry_points.validator import InferenceExperimentConfig
 from openfold3.projects.of3_all_atom.config.inference_query_format import (
@@ -33,11 +30,6 @@ from openfold3.projects.of3_all_atom.config.inference_query_format import (
 
 def accept(ckpt: Path, work: Path) -> None:
     inputs = work / "inputs"
-    if (inputs / "search.json").exists():
-        MsaComputationSettings.from_config_with_cli_override(
-            work / "msa", inputs / "msa_settings.yaml"
-        )
-        InferenceQuerySet.from_json(inputs / "search.json")
     config = InferenceExperimentConfig(
         inference_ckpt_path=ckpt, **config_utils.load_yaml(inputs / "runner.yaml")
     )

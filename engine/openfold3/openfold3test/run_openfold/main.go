@@ -2,19 +2,18 @@
 // package openfold3test (see there for the behaviours that query names choose). It
 // follows openfold3/run_openfold.py, entry_points/validator.py,
 // projects/of3_all_atom/config/inference_query_format.py, core/runners/writer.py,
-// core/utils/callbacks.py and core/data/tools/colabfold_msa_server.py of
-// aqlaboratory/openfold-3: the click options and click's errors, the pydantic models'
-// refusal of unknown keys, the messages that matter to a caller, and the output layout,
-// file names and JSON keys. Its numbers are made up, deterministically from each query's
-// name.
+// core/utils/callbacks.py and core/data/io/sequence/msa.py of aqlaboratory/openfold-3: the
+// click options and click's errors, the pydantic models' refusal of unknown keys, how
+// precomputed alignments are found and read (msa.go), the messages that matter to a
+// caller, and the output layout, file names and JSON keys. It refuses to search
+// alignments on a server, which a test machine cannot reach. Its numbers are made up,
+// deterministically from each query's name.
 package main
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -48,11 +47,6 @@ var commands = map[string][]option{
 		{name: "--use_templates", kind: "bool"},
 		{name: "--output_dir", kind: "path"},
 	},
-	"align-msa-server": {
-		{name: "--query_json", kind: "file", required: true},
-		{name: "--output_dir", kind: "path", required: true},
-		{name: "--msa_computation_settings_yaml", kind: "file"},
-	},
 	"train": {
 		{name: "--runner_yaml", kind: "file", required: true},
 		{name: "--seed", kind: "int"},
@@ -64,9 +58,8 @@ func run(args []string) int {
 	standin.ServeSleeper(args)
 	if len(args) == 0 || args[0] == "--help" {
 		fmt.Print("Usage: run_openfold [OPTIONS] COMMAND [ARGS]...\n\nOptions:\n  --help  Show this message and exit.\n\n" +
-			"Commands:\n  align-msa-server  Run MSA server alignment only with ColabFold MSA server.\n" +
-			"  predict           Perform inference on a set of queries defined in the query_json.\n" +
-			"  train             Perform a training experiment with a preprepared dataset cache.\n")
+			"Commands:\n  predict  Perform inference on a set of queries defined in the query_json.\n" +
+			"  train    Perform a training experiment with a preprepared dataset cache.\n")
 		return 0
 	}
 	opts, ok := commands[args[0]]
@@ -78,11 +71,8 @@ func run(args []string) int {
 		return code
 	}
 	fmt.Printf("[run_openfold stand-in] %s\n", strings.Join(args, " "))
-	switch args[0] {
-	case "predict":
+	if args[0] == "predict" {
 		return predict(values)
-	case "align-msa-server":
-		return align(values)
 	}
 	traceback("train", "NotImplementedError: the stand-in does not train")
 	return 1
@@ -281,7 +271,9 @@ type runner struct {
 	accelerator    string
 	evoAttention   bool
 	cuEquivariance bool
-	useMSAServer   bool
+	// useMSAServer and useTemplates are experiment_settings' own, nil when the YAML leaves
+	// them out.
+	useMSAServer, useTemplates *bool
 }
 
 func readRunner(path string) (*runner, error) {
@@ -331,7 +323,10 @@ func readRunner(path string) (*runner, error) {
 		}
 	}
 	if v, ok := get("experiment_settings", "use_msa_server").(bool); ok {
-		r.useMSAServer = v
+		r.useMSAServer = &v
+	}
+	if v, ok := get("experiment_settings", "use_templates").(bool); ok {
+		r.useTemplates = &v
 	}
 	if v, ok := get("model_update", "presets").([]any); ok {
 		r.presets = nil
@@ -363,6 +358,19 @@ func readRunner(path string) (*runner, error) {
 	return r, nil
 }
 
+// on is a tri-state switch of predict: the command line's value when given, else the
+// runner YAML's, else experiment_settings' default, true (run_openfold.py's options
+// default to None; experiment_runner.py, update_config_with_cli_args; validator.py).
+func on(cli string, yaml *bool) bool {
+	switch {
+	case cli != "":
+		return cli == "true"
+	case yaml != nil:
+		return *yaml
+	}
+	return true
+}
+
 func toInt(v any) int {
 	switch n := v.(type) {
 	case uint64:
@@ -381,11 +389,6 @@ func toInt(v any) int {
 func score(lo, hi float64, words ...string) float64 {
 	h := sha256.Sum256([]byte(strings.Join(words, "\x00")))
 	return lo + (hi-lo)*float64(h[0])/256
-}
-
-func hash(s string) string {
-	h := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(h[:8])
 }
 
 func writeJSON(path string, v any) {
@@ -408,9 +411,9 @@ func predict(opts map[string]string) int {
 		traceback("predict", "pydantic_core._pydantic_core.ValidationError: "+err.Error())
 		return 1
 	}
-	if opts["--use_msa_server"] != "false" || opts["--use_templates"] != "false" {
-		// The click defaults are true: without false on the command line the tool goes to
-		// the ColabFold server, which a test machine cannot reach.
+	if on(opts["--use_msa_server"], r.useMSAServer) || on(opts["--use_templates"], r.useTemplates) {
+		// Either would go to the ColabFold server (and data.rcsb.org), which a test machine
+		// cannot reach.
 		traceback("predict", "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='api.colabfold.com', port=443): Max retries exceeded")
 		return 1
 	}
@@ -468,22 +471,24 @@ func predict(opts map[string]string) int {
 				traceback("predict", "RuntimeError: CUDA error: an illegal memory access was encountered")
 				return 1
 			case strings.HasPrefix(name, "fail"):
-				fmt.Printf("\nWARNING:openfold3.core.data.framework.single_datasets.inference:----------------------------------------\n"+
-					"Failed to process %s with preferredException type: ValueError\nTraceback: Traceback (most recent call last):\n"+
-					"  File \"/opt/openfold3/openfold3/core/data/framework/single_datasets/inference.py\", line 333, in __getitem__\n"+
-					"    features = self.create_all_features(query)\nValueError: Unknown CCD code ZZZ for chain L\n"+
-					"----------------------------------------\n", name)
+				failProcessing(name, "ValueError: Unknown CCD code ZZZ for chain L")
 				failed = append(failed, name)
 			case strings.HasPrefix(name, "oom"):
 				fmt.Printf("\nERROR:openfold3.projects.of3_all_atom.runner:OOM for query_id(s) %s. See %s/logs/predict_err_rank0.log for details.\n", name, out)
 				logError(out, name, "OutOfMemoryError", "CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total capacity of 39.39 GiB")
 				failed = append(failed, name)
 			default:
+				msas, err := readAlignments(q)
+				if err != nil {
+					failProcessing(name, err.Error())
+					failed = append(failed, name)
+					break
+				}
 				if strings.HasPrefix(name, "slow") && !slow(name) {
 					return 1
 				}
 				started := time.Now()
-				describe(name, q)
+				describe(name, q, msas)
 				writeQuery(out, name, seed, q, samples, r.format)
 				writeJSON(filepath.Join(out, name, fmt.Sprintf("seed_%d", seed), "timing.json"),
 					map[string]float64{"runtime_s": time.Since(started).Seconds() + score(0.5, 2, name, "time")})
@@ -504,27 +509,14 @@ func predict(opts map[string]string) int {
 	return 0
 }
 
-// describe prints how the stand-in reads a query's alignments, for tests to check.
-func describe(name string, q query) {
-	useMSAs := q.UseMSAs == nil || *q.UseMSAs
-	for _, c := range q.Chains {
-		what := "no alignment"
-		switch {
-		case !useMSAs:
-			what = "single-sequence (use_msas false)"
-		case len(c.MainMSAFilePaths) > 0:
-			what = fmt.Sprintf("main %s (%d rows)", filepath.Base(filepath.Dir(c.MainMSAFilePaths[0]))+"/"+filepath.Base(c.MainMSAFilePaths[0]), rows(c.MainMSAFilePaths[0]))
-			if len(c.PairedMSAFilePaths) > 0 {
-				what += fmt.Sprintf(", paired %d rows", rows(c.PairedMSAFilePaths[0]))
-			}
-		}
-		fmt.Printf("[run_openfold stand-in] %s chains %s (%s): %s\n", name, strings.Join(c.ChainIDs, ","), strings.ToLower(c.MoleculeType), what)
-	}
-}
-
-func rows(path string) int {
-	b, _ := os.ReadFile(path)
-	return strings.Count(string(b), ">")
+// failProcessing prints what OpenFold3 prints when featurising a query raised err
+// (single_datasets/inference.py, __getitem__), which then counts it as failed.
+func failProcessing(name, err string) {
+	fmt.Printf("\nWARNING:openfold3.core.data.framework.single_datasets.inference:----------------------------------------\n"+
+		"Failed to process %s with preferredException type: %s\nTraceback: Traceback (most recent call last):\n"+
+		"  File \"/opt/openfold3/openfold3/core/data/framework/single_datasets/inference.py\", line 333, in __getitem__\n"+
+		"    features = self.create_all_features(query)\n%s\n"+
+		"----------------------------------------\n", name, strings.SplitN(err, ":", 2)[0], err)
 }
 
 func logError(out, name, typ, msg string) {
@@ -558,225 +550,4 @@ func slow(name string) bool {
 	_ = helper.Process.Kill()
 	_ = helper.Wait()
 	return true
-}
-
-// atom is one atom the stand-in places: a CA per residue, one atom per ligand.
-type atom struct {
-	chain, resName, element, name string
-	resSeq                        int
-}
-
-var protein3 = map[byte]string{'A': "ALA", 'R': "ARG", 'N': "ASN", 'D': "ASP", 'C': "CYS", 'Q': "GLN", 'E': "GLU", 'G': "GLY",
-	'H': "HIS", 'I': "ILE", 'L': "LEU", 'K': "LYS", 'M': "MET", 'F': "PHE", 'P': "PRO", 'S': "SER", 'T': "THR", 'W': "TRP",
-	'Y': "TYR", 'V': "VAL"}
-
-func atoms(q query) []atom {
-	var out []atom
-	smiles := map[string]string{}
-	for _, c := range q.Chains {
-		if c.SMILES != nil {
-			smiles[*c.SMILES] = ""
-		}
-	}
-	keys := make([]string, 0, len(smiles))
-	for s := range smiles {
-		keys = append(keys, s)
-	}
-	sort.Strings(keys)
-	for i, s := range keys {
-		smiles[s] = fmt.Sprintf("LIG%d", i)
-	}
-	for _, c := range q.Chains {
-		for _, id := range c.ChainIDs {
-			switch strings.ToUpper(c.MoleculeType) {
-			case "LIGAND":
-				res := "UNL"
-				if c.SMILES != nil {
-					res = smiles[*c.SMILES]
-				} else if len(c.CCDCodes) > 0 {
-					res = c.CCDCodes[0]
-				}
-				out = append(out, atom{chain: id, resName: res, element: "C", name: "C1", resSeq: 1})
-			default:
-				for i := 0; i < len(*c.Sequence); i++ {
-					res := protein3[(*c.Sequence)[i]]
-					name := "CA"
-					if m := strings.ToUpper(c.MoleculeType); m != "PROTEIN" {
-						res, name = string((*c.Sequence)[i]), "P"
-						if m == "DNA" {
-							res = "D" + res
-						}
-					}
-					if nc, ok := c.NonCanonicalResidues[strconv.Itoa(i+1)]; ok {
-						res = nc
-					}
-					if res == "" {
-						res = "UNK"
-					}
-					out = append(out, atom{chain: id, resName: res, element: name[:1], name: name, resSeq: i + 1})
-				}
-			}
-		}
-	}
-	return out
-}
-
-// writeQuery writes one query's samples for one seed, as OF3OutputWriter does.
-func writeQuery(out, name string, seed int, q query, samples int, format string) {
-	dir := filepath.Join(out, name, fmt.Sprintf("seed_%d", seed))
-	_ = os.MkdirAll(dir, 0o755)
-	as := atoms(q)
-	var chains []string
-	for _, a := range as {
-		if !slices.Contains(chains, a.chain) {
-			chains = append(chains, a.chain)
-		}
-	}
-	for k := 1; k <= samples; k++ {
-		sampleName := strconv.Itoa(k)
-		prefix := filepath.Join(dir, fmt.Sprintf("%s_seed_%d_sample_%d", name, seed, k))
-		plddt := make([]float64, len(as))
-		for i := range as {
-			plddt[i] = math.Round(score(30, 95, name, sampleName, strconv.Itoa(i))*100) / 100
-		}
-		writeStructure(prefix+"_model."+format, format, name, as, plddt, k)
-		n := len(as)
-		pde := make([][]float64, n)
-		for i := range pde {
-			pde[i] = make([]float64, n)
-			for j := range pde[i] {
-				pde[i][j] = math.Abs(float64(i-j)) / 4
-			}
-		}
-		writeJSON(prefix+"_confidences.json", map[string]any{"plddt": plddt, "pde": pde})
-		mean := 0.0
-		for _, v := range plddt {
-			mean += v
-		}
-		agg := map[string]any{"avg_plddt": mean / float64(max(n, 1)), "gpde": score(0.5, 3, name, sampleName, "gpde")}
-		{ // the PAE head's scores, on by default since 0.4
-			// Later samples score better, so that generation order is not rank order.
-			ptm := score(0.3, 0.5, name, sampleName, "ptm") + 0.08*float64(k)
-			iptm := score(0.2, 0.45, name, sampleName, "iptm") + 0.08*float64(k)
-			chainPTM := map[string]float64{}
-			pairs := map[string]float64{}
-			for _, a := range chains {
-				chainPTM[a] = score(0.3, 0.95, name, sampleName, a)
-				for _, b := range chains {
-					pairs[fmt.Sprintf("(%s, %s)", a, b)] = score(0.2, 0.9, name, sampleName, a, b)
-				}
-			}
-			agg["ptm"], agg["iptm"] = ptm, iptm
-			agg["disorder"], agg["has_clash"] = 0.0, 0.0
-			agg["sample_ranking_score"] = 0.8*iptm + 0.2*ptm
-			agg["chain_ptm"], agg["chain_pair_iptm"], agg["bespoke_iptm"] = chainPTM, pairs, pairs
-		}
-		writeJSON(prefix+"_confidences_aggregated.json", agg)
-	}
-}
-
-// writeStructure writes made-up coordinates as mmCIF or PDB, pLDDT in the B-factor.
-func writeStructure(path, format, name string, as []atom, plddt []float64, sample int) {
-	var b strings.Builder
-	coord := func(i int) (float64, float64, float64) {
-		return 3.8 * float64(i), float64(sample), 0
-	}
-	if format == "pdb" {
-		for i, a := range as {
-			x, y, z := coord(i)
-			fmt.Fprintf(&b, "ATOM  %5d  %-3s %3s %1s%4d    %8.3f%8.3f%8.3f%6.2f%6.2f          %2s\n",
-				i+1, a.name, a.resName, a.chain, a.resSeq, x, y, z, 1.0, plddt[i], a.element)
-		}
-		b.WriteString("END\n")
-	} else {
-		fmt.Fprintf(&b, "data_%s\n#\nloop_\n_atom_site.group_PDB\n_atom_site.id\n_atom_site.type_symbol\n_atom_site.label_atom_id\n"+
-			"_atom_site.label_comp_id\n_atom_site.label_asym_id\n_atom_site.label_seq_id\n_atom_site.auth_asym_id\n"+
-			"_atom_site.Cartn_x\n_atom_site.Cartn_y\n_atom_site.Cartn_z\n_atom_site.occupancy\n_atom_site.B_iso_or_equiv\n", name)
-		for i, a := range as {
-			x, y, z := coord(i)
-			fmt.Fprintf(&b, "ATOM %d %s %s %s %s %d %s %.3f %.3f %.3f 1.00 %.2f\n", i+1, a.element, a.name, a.resName, a.chain, a.resSeq, a.chain, x, y, z, plddt[i])
-		}
-		b.WriteString("#\n")
-	}
-	_ = os.WriteFile(path, []byte(b.String()), 0o644)
-}
-
-// align is align-msa-server: it "searches" every protein chain's sequence and writes the
-// files preprocess_colabfold_msas does, then query_msa.json with their paths.
-func align(opts map[string]string) int {
-	out := opts["--output_dir"]
-	settings := map[string]any{"msa_file_format": "npz", "server_url": "https://api.colabfold.com"}
-	if path := opts["--msa_computation_settings_yaml"]; path != "" {
-		b, _ := os.ReadFile(path)
-		var doc map[string]any
-		if err := yaml.Unmarshal(b, &doc); err != nil {
-			traceback("align_msa_server", "yaml.YAMLError: "+err.Error())
-			return 1
-		}
-		for k, v := range doc {
-			if !slices.Contains(runnerKeys["msa_computation_settings"], k) {
-				traceback("align_msa_server", "pydantic_core._pydantic_core.ValidationError: 1 validation error for MsaComputationSettings\n"+k+"\n  Extra inputs are not permitted")
-				return 1
-			}
-			settings[k] = v
-		}
-	}
-	qs, err := readQuerySet(opts["--query_json"])
-	if err != nil {
-		traceback("align_msa_server", "pydantic_core._pydantic_core.ValidationError: "+err.Error())
-		return 1
-	}
-	fmt.Printf("WARNING:openfold3.core.data.tools.colabfold_msa_server:Using output directory: %s for ColabFold MSAs.\n", out)
-	format := fmt.Sprint(settings["msa_file_format"])
-	for name, q := range qs.Queries {
-		if strings.HasPrefix(name, "alignfail") {
-			traceback("align_msa_server", fmt.Sprintf("Exception: MMseqs2 API is giving errors. Please confirm your input is a valid protein sequence. If error persists, please try again an hour later. (server %v)", settings["server_url"]))
-			return 1
-		}
-		var seqs []string
-		for _, c := range q.Chains {
-			if strings.ToUpper(c.MoleculeType) == "PROTEIN" && !slices.Contains(seqs, *c.Sequence) {
-				seqs = append(seqs, *c.Sequence)
-			}
-		}
-		complexID := hash(strings.Join(sorted(seqs), ""))
-		for i, c := range q.Chains {
-			if strings.ToUpper(c.MoleculeType) != "PROTEIN" {
-				continue
-			}
-			rep := hash(*c.Sequence)
-			main := filepath.Join(out, "main", rep, "colabfold_main.a3m")
-			if format == "npz" {
-				main = filepath.Join(out, "main", rep+".npz")
-			}
-			writeA3M(main, *c.Sequence, 5)
-			c.MainMSAFilePaths = []string{main}
-			if len(seqs) > 1 {
-				paired := filepath.Join(out, "paired", complexID, rep, "colabfold_paired.a3m")
-				writeA3M(paired, *c.Sequence, 3)
-				c.PairedMSAFilePaths = []string{paired}
-			}
-			q.Chains[i] = c
-		}
-		qs.Queries[name] = q
-	}
-	writeJSON(filepath.Join(out, "query_msa.json"), qs)
-	return 0
-}
-
-func sorted(ss []string) []string {
-	out := slices.Clone(ss)
-	sort.Strings(out)
-	return out
-}
-
-// writeA3M writes an alignment of the query and n-1 made-up hits.
-func writeA3M(path, seq string, n int) {
-	_ = os.MkdirAll(filepath.Dir(path), 0o755)
-	var b strings.Builder
-	fmt.Fprintf(&b, ">101\n%s\n", seq)
-	for i := 1; i < n; i++ {
-		fmt.Fprintf(&b, ">UniRef100_hit%d\n%s\n", i, strings.Repeat("-", i%len(seq))+seq[i%len(seq):])
-	}
-	_ = os.WriteFile(path, []byte(b.String()), 0o644)
 }
