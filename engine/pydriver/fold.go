@@ -189,13 +189,14 @@ func foldInput(cx *bio.Complex, raw string, found *searched, log io.Writer) (fol
 			return t, fmt.Errorf("target %s: ESMFold2 here folds proteins only, and chain %s is %s", cx.Name, en.IDs[0], en.Kind)
 		}
 		var text, from string
+		aligned := true
 		switch {
 		case en.MSA.Source == bio.MSAInline:
 			text, from = en.MSA.Text, "the one sent with the job"
 		case en.MSA.Source == bio.MSANone:
-			from = "none (msa: empty), folded single-sequence"
+			aligned, from = false, "none (msa: empty), folded single-sequence"
 		case found == nil:
-			from = "none (use_msa_server is off), folded single-sequence"
+			aligned, from = false, "none (use_msa_server is off), folded single-sequence"
 		default:
 			a := found.a3m[en.Sequence]
 			text = a.text
@@ -204,7 +205,7 @@ func foldInput(cx *bio.Complex, raw string, found *searched, log io.Writer) (fol
 		}
 		fmt.Fprintf(log, "== chaperone: alignment of %s chain %s: %s ==\n", cx.Name, strings.Join(en.IDs, ","), from)
 		var a3m string
-		if text != "" {
+		if aligned {
 			a3m = filepath.Join(raw, cx.Name+"_"+en.IDs[0]+".a3m")
 			if err := os.WriteFile(a3m, []byte(text), 0o644); err != nil {
 				return t, err
