@@ -85,6 +85,11 @@ func offline(t *testing.T) func() []string {
 		return nil, errors.New("the test allows no request")
 	})
 	t.Cleanup(func() { http.DefaultTransport = saved })
+	// The guard sees what a searcher's client (no transport of its own) would send.
+	if _, err := (&http.Client{}).Get("https://msa.example.org/ticket/msa"); err == nil || len(requests) != 1 {
+		t.Fatalf("the guard let a request through (%v) or did not count it", err)
+	}
+	requests = nil
 	return func() []string {
 		mu.Lock()
 		defer mu.Unlock()
@@ -114,7 +119,9 @@ func TestAFoldReadsTheAlignmentsTheAlignmentStageSearched(t *testing.T) {
 	}
 	sent := ">query\n" + a + "\n>hit\nMKTSYLAKQR\n"
 	sentYAML := "      msa: |\n        >query\n        " + a + "\n        >hit\n        MKTSYLAKQR\n"
-	protein := func(id, seq string) string { return fmt.Sprintf("  - protein:\n      id: %s\n      sequence: %s\n", id, seq) }
+	protein := func(id, seq string) string {
+		return fmt.Sprintf("  - protein:\n      id: %s\n      sequence: %s\n", id, seq)
+	}
 	predict := func(useServer bool, content ...string) string {
 		b, err := json.Marshal(map[string]any{"model": "esmfold2", "params": map[string]any{"use_msa_server": useServer},
 			"targets": []any{map[string]any{"name": "target_1", "content": "version: 1\nsequences:\n" + strings.Join(content, "")}}})
