@@ -34,7 +34,7 @@ func withEveryStandIn(t *testing.T) option {
 	design := designTools(t)
 	return func(c *app.Config) {
 		c.Engines = []engine.Engine{boltz.New(boltz.Config{MSAServerURL: testMSAServer}),
-			pydriver.ESM(pydriver.Config{MSAServerURL: testMSAServer}), pydriver.Transformers(),
+			pydriver.ESM(), pydriver.Transformers(),
 			boltzgen.New(boltzgen.Config{Binders: catalog.Default().Binders(), GPU: true}), rfd3.New()}
 		c.Tools = engine.Tools{"boltz": boltzPath, "esm": python, "transformers": python}
 		maps.Copy(c.Tools, design)

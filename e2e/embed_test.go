@@ -28,7 +28,7 @@ import (
 func withPyDriver(t *testing.T) option {
 	python := pydrivertest.Interpreter(t, t.TempDir())
 	return func(c *app.Config) {
-		c.Engines = []engine.Engine{pydriver.ESM(pydriver.Config{MSAServerURL: c.MSAServerURL}), pydriver.Transformers()}
+		c.Engines = []engine.Engine{pydriver.ESM(), pydriver.Transformers()}
 		c.Tools = engine.Tools{"esm": python, "transformers": python}
 		c.Slots = 1
 	}

@@ -48,7 +48,7 @@ func TestUpstreamEmbeddingsAreTheModelsOwn(t *testing.T) {
 		"saprot-650m": pydrivertest.TinyModel(t, transformers, "saprot", pydrivertest.SaProt),
 	}
 	s := startServer(t, func(c *app.Config) {
-		c.Engines = []engine.Engine{pydriver.ESM(pydriver.Config{}), pydriver.Transformers()}
+		c.Engines = []engine.Engine{pydriver.ESM(), pydriver.Transformers()}
 		c.Tools = engine.Tools{"esm": esm.Python(), "transformers": transformers.Python(),
 			"esmc-300m": folders["esmc-300m"], "saprot-650m": folders["saprot-650m"]}
 		c.Slots = 1
@@ -131,7 +131,7 @@ func TestUpstreamESMFold2EndToEnd(t *testing.T) {
 	folder := pydrivertest.TinyESMFold2(t, esm)
 	msa, searches := colabfold(t)
 	s := startServer(t, func(c *app.Config) {
-		c.Engines = []engine.Engine{pydriver.ESM(pydriver.Config{MSAServerURL: msa.URL})}
+		c.Engines = []engine.Engine{pydriver.ESM()}
 		c.Tools = engine.Tools{"esm": esm.Python(), "esmfold2": folder}
 		c.Slots = 1
 	})

@@ -32,7 +32,7 @@ func Engines(cfg Config) []engine.Engine {
 		protenix.New(pc), protenix.NewOpenDDE(pc), protenix.NewOpenDDEAbAg(pc),
 		boltzgen.New(boltzgen.Config{Binders: catalog.Default().Binders(), GPU: cfg.GPU}),
 		rfd3.New(),
-		pydriver.ESM(pydriver.Config{MSAServerURL: cfg.MSAServer}),
+		pydriver.ESM(),
 		pydriver.Transformers(),
 	}
 }

@@ -20,7 +20,7 @@ const loadSeconds = "0.5"
 // BenchmarkWarmJob is the per-job cost of a warm session: one short sequence through the
 // driver and back, npz written. The load happens once, before the timer.
 func BenchmarkWarmJob(b *testing.B) {
-	sess, _ := open(b, ESM(Config{}), "STANDIN_LOAD_SECONDS="+loadSeconds)
+	sess, _ := open(b, ESM(), "STANDIN_LOAD_SECONDS="+loadSeconds)
 	first := runBench(b, sess, embedJob("esmc-300m", nil, "MKV"))
 	if !strings.Contains(first, "standin: loading") {
 		b.Fatal("the first job did not load the model")
@@ -37,7 +37,7 @@ func BenchmarkWarmJob(b *testing.B) {
 // BenchmarkColdJob is the same job with a driver of its own (Engine.Run): interpreter
 // start, import and load on every job, which a warm session saves.
 func BenchmarkColdJob(b *testing.B) {
-	eng := ESM(Config{})
+	eng := ESM()
 	tools := engine.Tools{"esm": pydrivertest.Interpreter(b, b.TempDir(), "STANDIN_LOAD_SECONDS="+loadSeconds)}
 	for b.Loop() {
 		log := newLog("")
@@ -53,7 +53,7 @@ func BenchmarkColdJob(b *testing.B) {
 // (about 100, 300 and 600 residues) in one job, which must cost one forward pass per
 // length bucket.
 func BenchmarkFiftySequences(b *testing.B) {
-	sess, _ := open(b, ESM(Config{}), "STANDIN_LOAD_SECONDS="+loadSeconds)
+	sess, _ := open(b, ESM(), "STANDIN_LOAD_SECONDS="+loadSeconds)
 	var seqs []string
 	for i := range 50 {
 		n := []int{100, 300, 600}[i%3] + i

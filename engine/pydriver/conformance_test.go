@@ -20,7 +20,7 @@ func TestConformance(t *testing.T) {
 	hang := strconv.Quote(pydrivertest.Hang + "MKV")
 	t.Run("esm", func(t *testing.T) {
 		conformance.Run(t, conformance.Harness{
-			Engine: ESM(Config{}),
+			Engine: ESM(),
 			Tools:  engine.Tools{"esm": python},
 			OK: catalogJob(t, job.PredictKind, `{"model": "esmfold2", "targets": [
 				{"name": "mono", "content": ">A|protein\nMKTAYIAKQRQISFVKSHFSRQ\n"},

@@ -281,20 +281,10 @@ class ESMFold2:
         self.builder = ESMFold2InputBuilder(ccd_cache=ccd)
 
     def fold(self, target, req):
-        from esm.models.esmfold2 import MSA, Modification, ProteinInput, StructurePredictionInput
-
-        chains = []
-        for c in target["chains"]:
-            kwargs = {}
-            if c.get("a3m"):
-                kwargs["msa"] = MSA.from_a3m(path=c["a3m"], remove_insertions=True)
-            if c.get("modifications"):
-                kwargs["modifications"] = [Modification(position=m["position"], ccd=m["ccd"]) for m in c["modifications"]]
-            chains.append(ProteinInput(id=c["id"], sequence=c["sequence"], **kwargs))
         with inference(self.fast):
             res = self.builder.fold(
                 self.model,
-                StructurePredictionInput(sequences=chains),
+                fold_input(target),
                 num_loops=req["num_loops"],
                 num_sampling_steps=req["num_sampling_steps"],
                 num_diffusion_samples=req["num_diffusion_samples"],
@@ -302,6 +292,21 @@ class ESMFold2:
                 complex_id=target["id"],
             )
         return res if isinstance(res, list) else [res]
+
+
+def fold_input(target):
+    """ESMFold2's input of a fold request's target: each chain with its A3M, if any."""
+    from esm.models.esmfold2 import MSA, Modification, ProteinInput, StructurePredictionInput
+
+    chains = []
+    for c in target["chains"]:
+        kwargs = {}
+        if c.get("a3m"):
+            kwargs["msa"] = MSA.from_a3m(path=c["a3m"], remove_insertions=True)
+        if c.get("modifications"):
+            kwargs["modifications"] = [Modification(position=m["position"], ccd=m["ccd"]) for m in c["modifications"]]
+        chains.append(ProteinInput(id=c["id"], sequence=c["sequence"], **kwargs))
+    return StructurePredictionInput(sequences=chains)
 
 
 LOADERS = {"esmc": ESMCModel, "saprot": SaProtModel, "esmfold2": ESMFold2}

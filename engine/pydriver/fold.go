@@ -5,17 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
-	"github.com/chaperone-bio/chaperone/align"
 	"github.com/chaperone-bio/chaperone/bio"
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/toolkit"
-	"github.com/chaperone-bio/chaperone/engine/toolkit/msacache"
 	"github.com/chaperone-bio/chaperone/engine/toolkit/npy"
 	"github.com/chaperone-bio/chaperone/job"
 )
@@ -114,9 +114,12 @@ func (e *Engine) fold(ctx context.Context, run *engine.Run, ch channel, m model)
 		req.NumSamplingSteps = *p.SamplingSteps
 	}
 	rows := make([]job.PredictionRow, len(complexes))
-	search := e.searcher(ctx, run, p.UseMSAServer)
 	for i, cx := range complexes {
-		t, err := foldInput(cx, raw, search)
+		found, err := searchedAlignments(cx, p.UseMSAServer, run.Alignments)
+		if err != nil {
+			return nil, err
+		}
+		t, err := foldInput(cx, raw, found, run.Log)
 		if err != nil {
 			return nil, err
 		}
@@ -175,63 +178,36 @@ func (e *Engine) fold(ctx context.Context, run *engine.Run, ch channel, m model)
 	return toolkit.Predictions(m.id, targets, nil)
 }
 
-// searcher returns the function that gives a chain without an alignment of its own the
-// path of one from the alignment server, through the worker's cache; it returns "" when
-// the job does not search.
-func (e *Engine) searcher(ctx context.Context, run *engine.Run, useServer bool) func(seq, dst string) (string, error) {
-	cache := msacache.ForRun(run.CacheDir, e.msa.MSACacheBytes)
-	searched := map[string]string{} // sequence → its file in this run
-	return func(seq, dst string) (string, error) {
-		if !useServer {
-			return "", nil
-		}
-		if path, ok := searched[seq]; ok {
-			return path, nil
-		}
-		key := msacache.Key("esmfold2 colabfold a3m v2", e.search.Source().String(), seq)
-		if cache.Get(key, map[string]string{"msa.a3m": dst}) {
-			fmt.Fprintf(run.Log, "== chaperone: alignment of %s from the cache ==\n", filepath.Base(dst))
-		} else {
-			run.Report(job.Progress{Stage: job.StageMSA, Total: run.Job.Total})
-			fmt.Fprintf(run.Log, "== chaperone: searching %s on %s ==\n", filepath.Base(dst), e.msa.MSAServerURL)
-			if e.search == nil {
-				return "", fmt.Errorf("searching the alignment of %s: %q is not an MSA server's URL", filepath.Base(dst), e.msa.MSAServerURL)
-			}
-			res, err := e.search.Search(ctx, align.Query{Chains: []string{seq}})
-			if err != nil {
-				return "", fmt.Errorf("searching the alignment of %s: %w", filepath.Base(dst), err)
-			}
-			if err := os.WriteFile(dst, []byte(res.Unpaired[0]), 0o644); err != nil {
-				return "", err
-			}
-			if err := cache.Put(key, map[string]string{"msa.a3m": dst}); err != nil {
-				fmt.Fprintf(run.Log, "== chaperone: the alignment cache: %v ==\n", err)
-			}
-		}
-		searched[seq] = dst
-		return dst, nil
-	}
-}
-
-// foldInput turns a target into the driver's chains, one per copy, with each inline
-// alignment written to an A3M file under raw and each other one searched.
-func foldInput(cx *bio.Complex, raw string, search func(seq, dst string) (string, error)) (foldTarget, error) {
+// foldInput turns a target into the driver's chains, one per copy, with each alignment
+// written to an A3M file under raw: the one sent with the job, or the one the alignment
+// stage searched (nil when the job does not use the MSA server). The log says where each
+// chain's alignment came from.
+func foldInput(cx *bio.Complex, raw string, found *searched, log io.Writer) (foldTarget, error) {
 	t := foldTarget{ID: cx.Name}
 	for _, en := range cx.Entities {
 		if en.Kind != bio.Protein {
 			return t, fmt.Errorf("target %s: ESMFold2 here folds proteins only, and chain %s is %s", cx.Name, en.IDs[0], en.Kind)
 		}
+		var text, from string
+		aligned := true
+		switch {
+		case en.MSA.Source == bio.MSAInline:
+			text, from = en.MSA.Text, "the one sent with the job"
+		case en.MSA.Source == bio.MSANone:
+			aligned, from = false, "none (msa: empty), folded single-sequence"
+		case found == nil:
+			aligned, from = false, "none (use_msa_server is off), folded single-sequence"
+		default:
+			a := found.a3m[en.Sequence]
+			text = a.text
+			from = fmt.Sprintf("searched by the alignment stage (%s): the query, %d rows paired with the target's other chains and %d unpaired",
+				found.source, a.paired, a.others)
+		}
+		fmt.Fprintf(log, "== chaperone: alignment of %s chain %s: %s ==\n", cx.Name, strings.Join(en.IDs, ","), from)
 		var a3m string
-		dst := filepath.Join(raw, cx.Name+"_"+en.IDs[0]+".a3m")
-		switch en.MSA.Source {
-		case bio.MSAInline:
-			a3m = dst
-			if err := os.WriteFile(a3m, []byte(en.MSA.Text), 0o644); err != nil {
-				return t, err
-			}
-		case bio.MSAAuto:
-			var err error
-			if a3m, err = search(en.Sequence, dst); err != nil {
+		if aligned {
+			a3m = filepath.Join(raw, cx.Name+"_"+en.IDs[0]+".a3m")
+			if err := os.WriteFile(a3m, []byte(text), 0o644); err != nil {
 				return t, err
 			}
 		}

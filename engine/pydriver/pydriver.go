@@ -6,7 +6,8 @@
 // interpreter, keeps every model it loaded resident between jobs, and talks with the Go side
 // over its stdin and stdout in length-prefixed frames (protocol.go; driver.py documents
 // every message). The Go side plans each job (length buckets for embeddings, chains and
-// alignment files for folds), supervises the driver (a driver that dies, crashes or outlives the
+// alignment files for folds: the engine searches no alignment, it reads those the alignment
+// stage searched, engine.Run.Alignments; alignments.go), supervises the driver (a driver that dies, crashes or outlives the
 // job's context is stopped and the session is dead, so the worker starts a fresh one), and
 // writes the result files itself (npz through engine/toolkit/npy, parquet through
 // parquet-go).
@@ -29,7 +30,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/chaperone-bio/chaperone/align"
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/pins"
 )
@@ -90,33 +90,14 @@ type Engine struct {
 	install string // how to install the package, for the message when it is missing
 	tested  string // the package release the engine was written against; "" when none is known
 	models  []model
-	msa     Config         // the esm engine's alignment server and cache
-	search  align.Searcher // the alignment server, nil for an engine that searches none
 
 	mu      sync.Mutex
 	checked map[string]string // interpreter → stamp of the file that last passed its check
 }
 
-// Config is the esm engine's setup on one worker.
-type Config struct {
-	// MSAServerURL is the ColabFold MMseqs2 server that esmfold2 searches alignments on
-	// (use_msa_server); default engine.DefaultMSAServer.
-	MSAServerURL string
-	// MSACacheBytes bounds the alignment cache; default 2 GiB.
-	MSACacheBytes int64
-}
-
 // ESM returns the engine of the esm package: ESM C embeddings and ESMFold2.
-func ESM(cfg Config) *Engine {
-	if cfg.MSAServerURL == "" {
-		cfg.MSAServerURL = engine.DefaultMSAServer
-	}
-	if cfg.MSACacheBytes == 0 {
-		cfg.MSACacheBytes = 2 << 30
-	}
+func ESM() *Engine {
 	return &Engine{
-		msa:     cfg,
-		search:  remote(cfg.MSAServerURL),
 		name:    "esm",
 		install: install(pins.For("esm")),
 		tested:  pins.For("esm").Version,
@@ -159,16 +140,6 @@ func install(p pins.Pin) string {
 		how += fmt.Sprintf("; it asks for Python %s: on an older Python add --ignore-requires-python", p.RequiresPython)
 	}
 	return how + ")"
-}
-
-// remote is the ColabFold server ESMFold2 searches alignments on; nil when url is not one
-// (a flag the worker checks at start).
-func remote(url string) align.Searcher {
-	r, err := align.NewRemote(align.RemoteConfig{URL: url})
-	if err != nil {
-		return nil
-	}
-	return r
 }
 
 var _ engine.Warm = (*Engine)(nil)

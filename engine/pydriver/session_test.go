@@ -95,8 +95,8 @@ func TestEmbeddingsAreTheModelsLastHiddenStatesWithoutBoundaryTokens(t *testing.
 		model string
 		pool  string
 	}{
-		{ESM(Config{}), "esmc-300m", "mean"},
-		{ESM(Config{}), "esmc-6b", "max"},
+		{ESM(), "esmc-300m", "mean"},
+		{ESM(), "esmc-6b", "max"},
 		{Transformers(), "saprot-650m", "cls"},
 		{Transformers(), "saprot-1.3b", "mean"},
 	} {
@@ -125,7 +125,7 @@ func TestEmbeddingsAreTheModelsLastHiddenStatesWithoutBoundaryTokens(t *testing.
 
 func TestASessionLoadsAModelOnceForManyJobs(t *testing.T) {
 	t.Parallel()
-	sess, _ := open(t, ESM(Config{}))
+	sess, _ := open(t, ESM())
 	for i := range 3 {
 		log := newLog("")
 		if _, err := sess.Run(t.Context(), newRun(t, embedJob("esmc-300m", nil, "MKTAYIAKQR", "MKV"), log)); err != nil {
@@ -149,7 +149,7 @@ func TestASessionLoadsAModelOnceForManyJobs(t *testing.T) {
 
 func TestAModelThatDoesNotFitFreesTheOthers(t *testing.T) {
 	t.Parallel()
-	sess, _ := open(t, ESM(Config{}), "STANDIN_MAX_RESIDENT=1")
+	sess, _ := open(t, ESM(), "STANDIN_MAX_RESIDENT=1")
 	for i, model := range []string{"esmc-300m", "esmc-600m", "esmc-300m"} {
 		run := newRun(t, embedJob(model, nil, "MKV"), newLog(""))
 		if _, err := sess.Run(t.Context(), run); err != nil {
@@ -166,7 +166,7 @@ func TestAModelThatDoesNotFitFreesTheOthers(t *testing.T) {
 
 func TestAFailedSequenceFailsTheJobByNameAndTheDriverLivesOn(t *testing.T) {
 	t.Parallel()
-	sess, _ := open(t, ESM(Config{}))
+	sess, _ := open(t, ESM())
 	for _, tc := range []struct{ seq, want string }{
 		{pydrivertest.Fail + "MKV", "failed on sequence seq2: ValueError: stand-in: the model refused"},
 		{pydrivertest.OOM + "MKV", "failed on sequence seq2: out of memory"},
@@ -203,7 +203,7 @@ func TestADriverThatDiesFailsItsJobAndTheSessionWithIt(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			sess, _ := open(t, ESM(Config{}))
+			sess, _ := open(t, ESM())
 			log := newLog(pydrivertest.Hanging)
 			if tc.kill {
 				go func() {
@@ -254,7 +254,7 @@ func TestCancelAndTheRuntimeCapStopAHungDriver(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			sess, _ := open(t, ESM(Config{}))
+			sess, _ := open(t, ESM())
 			log := newLog(pydrivertest.Hanging)
 			ctx := tc.ctx(t, log)
 			_, err := sess.Run(ctx, newRun(t, embedJob("esmc-300m", nil, pydrivertest.Hang+"MKV"), log))
@@ -276,7 +276,7 @@ func TestCancelAndTheRuntimeCapStopAHungDriver(t *testing.T) {
 func TestCheckImportsThePackageWithoutLoadingWeights(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	eng := ESM(Config{})
+	eng := ESM()
 	tools := engine.Tools{"esm": pydrivertest.Interpreter(t, dir, "STANDIN_MAX_RESIDENT=-1")}
 	if err := eng.Check(t.Context(), tools); err != nil {
 		t.Fatalf("Check with the stand-in: %v", err)
@@ -343,7 +343,7 @@ func TestAFoldTakesTheJobsSeedAndWritesThePAEAskedFor(t *testing.T) {
 	run := newRun(t, catalogJob(t, job.PredictKind, `{"model": "esmfold2", "name": "x", "sequence": "MKTAYIAK",
 		"params": {"seed": 7, "write_pae": true}}`), log)
 	run.Tools = engine.Tools{"esm": pydrivertest.Interpreter(t, t.TempDir())}
-	out, err := ESM(Config{}).Run(t.Context(), run)
+	out, err := ESM().Run(t.Context(), run)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}

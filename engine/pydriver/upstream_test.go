@@ -57,7 +57,7 @@ func TestUpstreamCheckAndDoctor(t *testing.T) {
 	for _, tc := range []struct {
 		eng *Engine
 		env realtools.Env
-	}{{ESM(Config{}), esm}, {Transformers(), transformers}} {
+	}{{ESM(), esm}, {Transformers(), transformers}} {
 		tools := engine.Tools{tc.eng.Name(): tc.env.Python(), "esmc-300m": folder, "saprot-650m": t.TempDir()}
 		if err := tc.eng.Check(t.Context(), tools); err != nil {
 			t.Fatalf("%s: check: %v", tc.eng.Name(), err)
@@ -87,7 +87,7 @@ func TestUpstreamCheckAndDoctor(t *testing.T) {
 	}
 	var repos map[string]string
 	esm.RunJSON(t, &repos, pydrivertest.Upstream("constants.py"))
-	eng := ESM(Config{})
+	eng := ESM()
 	for id, repo := range repos {
 		m, ok := eng.model(strings.TrimSuffix(id, " backbone"))
 		switch {
@@ -152,7 +152,7 @@ func TestUpstreamAWarmSessionOfTheRealPackage(t *testing.T) {
 		"esmc-300m": pydrivertest.TinyModel(t, env, "esmc", pydrivertest.ESMC300M),
 		"esmc-600m": pydrivertest.TinyModel(t, env, "esmc", pydrivertest.ESMC600M),
 	}
-	sess, supervisor := upstreamSession(t, ESM(Config{}), tools)
+	sess, supervisor := upstreamSession(t, ESM(), tools)
 	python := child(t, supervisor.Pid())
 	embed := func(model string, report func(job.Progress), seqs ...string) (*log, error) {
 		log := newLog("")

@@ -32,7 +32,7 @@ func TestASpecNamesTheFoldersAndSizesTheLoadByThem(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "model.safetensors"), make([]byte, 1234), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	eng := ESM(Config{})
+	eng := ESM()
 	esmc, _ := eng.model("esmc-300m")
 	if spec := esmc.spec(false, engine.Tools{"esmc-300m": dir}); spec["folder"] != dir || spec["bytes"] != int64(1234) || spec["d_model"] != 960 {
 		t.Errorf("esmc-300m with a folder: %v; want the folder, its 1234 bytes and d_model 960", spec)
@@ -53,7 +53,7 @@ func TestDoctorFindsESMFold2sChemicalComponentsWhereEsmReadsThem(t *testing.T) {
 	folder := t.TempDir()
 	cached := filepath.Join(hub, "models--biohub--ESMFold2", "snapshots", "abc123", "ccd.pkl")
 	named := filepath.Join(t.TempDir(), "my.pkl")
-	eng := ESM(Config{})
+	eng := ESM()
 	for _, tc := range []struct {
 		name  string
 		env   string

@@ -4,7 +4,9 @@ ESMFold2InputBuilder.fold with the real signatures. Sample k of a fold of N resi
   iptm  = 0.4 + 0.05 k with two chains or more, else None
   plddt = per residue i: 0.5 + 0.01 (i % 40) + 0.02 k, plus 0.1 when any chain has an MSA
   pae   = [N, N]: |i - j| / 4 + k
-and its structure is one CA atom per residue on a line along x."""
+and its structure is one CA atom per residue on a line along x. It says on stderr what alignment
+each chain reads: "standin: chain A reads N rows, the first SEQ" or "standin: chain A reads no
+alignment"."""
 
 from dataclasses import dataclass, field
 import sys
@@ -138,6 +140,9 @@ class ESMFold2InputBuilder:
         chains = input.sequences
         _standin.forward([c.sequence for c in chains])
         print(f"standin: fold seed {seed}", file=sys.stderr, flush=True)
+        for c in chains:
+            said = f"reads {len(c.msa.sequences)} rows, the first {c.msa.sequences[0]}" if c.msa else "reads no alignment"
+            print(f"standin: chain {c.id} {said}", file=sys.stderr, flush=True)
         n = sum(len(c.sequence) for c in chains)
         msa = any(c.msa is not None for c in chains)
         idx = np.arange(n)
