@@ -22,7 +22,6 @@ func withOpenFold3(tool, checkpoint string) option {
 	return func(c *app.Config) {
 		c.Engines = []engine.Engine{openfold3.New(openfold3.Config{})}
 		c.Tools = engine.Tools{"run_openfold": tool, openfold3.CheckpointTool: checkpoint}
-		c.MSAServerURL = testMSAServer
 	}
 }
 
@@ -40,7 +39,7 @@ func TestOpenFold3(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := func(t *testing.T) *server { return startServer(t, withOpenFold3(tool, ckpt)) }
-	t.Run("a sequence, and again from the alignment cache", func(t *testing.T) {
+	t.Run("a sequence, and again with the alignment searched once", func(t *testing.T) {
 		t.Parallel()
 		s := start(t)
 		models := s.get("/v1/models").expect(http.StatusOK).json()
@@ -72,7 +71,7 @@ func TestOpenFold3(t *testing.T) {
 		}
 		mustf(t, agg["sample_ranking_score"] == row["confidence_score"] && agg["avg_plddt"].(float64)/100 == plddt, "row %v, file %v", row, agg)
 		logs := string(s.get("/v1/jobs/" + id + "/logs").expect(http.StatusOK).Body)
-		for _, want := range []string{"run_openfold stand-in] align-msa-server", "1 target(s) searched on " + testMSAServer,
+		for _, want := range []string{"chain A searched before the run on server " + s.msa.URL,
 			"--use_msa_server false --use_templates false", "--num_diffusion_samples 1", "seeds [42]", "Failed Queries:      0"} {
 			mustf(t, strings.Contains(logs, want), "the log lacks %q:\n%s", want, logs)
 		}
@@ -80,7 +79,8 @@ func TestOpenFold3(t *testing.T) {
 		again := s.create("/v1/predictions", map[string]any{"model": "openfold3", "sequence": seq})
 		s.waitStatus(again, "succeeded")
 		logs = string(s.get("/v1/jobs/" + again + "/logs").expect(http.StatusOK).Body)
-		mustf(t, !strings.Contains(logs, "align-msa-server") && strings.Contains(logs, "1 target(s) from the cache"), "the second job searched again:\n%s", logs)
+		mustf(t, strings.Contains(logs, "chain A searched before the run on server "+s.msa.URL), "the second job's log:\n%s", logs)
+		mustf(t, s.msa.Searches(seq) == 1, "the chain was searched %d times for two jobs; want 1", s.msa.Searches(seq))
 	})
 
 	t.Run("input forms", func(t *testing.T) {
