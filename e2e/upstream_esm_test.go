@@ -118,8 +118,8 @@ func TestUpstreamEmbeddingsAreTheModelsOwn(t *testing.T) {
 // TestUpstreamESMFold2EndToEnd folds through the server over HTTP with the pinned esm on the
 // CPU: a small ESMFold2 built by the test from esm's own config with random weights and its
 // ESM C backbone bundled, named by folder (--tool esmfold2=DIR), with the ccd.pkl beside it.
-// A monomer (also aligned on a stand-in ColabFold server: esm reads the A3M chaperone's
-// align package assembles), a complex with an alignment on one chain (and a phosphoserine in mmCIF; esm's
+// A monomer (also aligned by the alignment stage on a stand-in ColabFold server: esm
+// reads the A3M the engine makes of what it searched), a complex with an alignment on one chain (and a phosphoserine in mmCIF; esm's
 // PDB writer drops modified residues, so a PDB with one is refused at submit), as mmCIF and PDB:
 // every job succeeds, gemmi reads every structure, the row's pLDDT is on 0..1 and the
 // structures carry it ×100 as B-factors (esm's convention), and the PAE is tokens × tokens.
@@ -129,7 +129,6 @@ func TestUpstreamESMFold2EndToEnd(t *testing.T) {
 	realtools.Isolate(t)
 	t.Setenv("HF_HUB_OFFLINE", "1")
 	folder := pydrivertest.TinyESMFold2(t, esm)
-	msa, searches := colabfold(t)
 	s := startServer(t, func(c *app.Config) {
 		c.Engines = []engine.Engine{pydriver.ESM()}
 		c.Tools = engine.Tools{"esm": esm.Python(), "esmfold2": folder}
@@ -205,8 +204,8 @@ func TestUpstreamESMFold2EndToEnd(t *testing.T) {
 			mustf(t, math.Abs(read.MeanResidueB/100-plddt) < 0.01, "%s: mean B %v; row pLDDT %v", tc.name, read.MeanResidueB, plddt)
 		}
 		if params["use_msa_server"] == true {
-			mustf(t, row["msa"] == true && searches.Load() == 1 && strings.Contains(logs, "searching target_1_A.a3m on "+msa.URL),
-				"%s: row msa %v, %d searches; log:\n%s", tc.name, row["msa"], searches.Load(), realtools.LastLines(logs, 30))
+			mustf(t, row["msa"] == true && s.msa.Total() == 1 && strings.Contains(logs, "alignment of target_1 chain A: searched by the alignment stage (server "+s.msa.URL),
+				"%s: row msa %v, %d searches; log:\n%s", tc.name, row["msa"], s.msa.Total(), realtools.LastLines(logs, 30))
 		}
 		pae := s.download(urls["target_1/pae.npz"], "pae.npz")
 		out, err = exec.Command(python, "-c", `import numpy, sys
