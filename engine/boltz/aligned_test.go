@@ -42,17 +42,11 @@ func TestRunHandsBoltzTheSearchedAlignments(t *testing.T) {
 	if r.Err != nil {
 		t.Fatalf("run: %v\n%s", r.Err, r.Log.String())
 	}
-	// As Boltz reads them: the env block's query and the repeated hit are duplicates.
-	unpaired1 := []msaRow{{-1, "MKTAYIAKQR"}, {-1, "MKTAYIAKQR"}, {-1, "MRTAYLAKQ-"}, {-1, "MKSAYIAKHR"}}
-	// Keys 0-3 of the paired A3Ms: row 4 of chain1 and row 2 of chain2 are gaps and left
-	// out, and row 3, the second block's query, repeats row 0.
-	hetero1 := []msaRow{{0, "MKTAYIAKQR"}, {1, "MKTAFIAKQR"}, {2, "MRTAYIAKQK"}, {-1, "MKTAYIAKQR"}, {-1, "MRTAYLAKQ-"}, {-1, "MKSAYIAKHR"}}
-	hetero2 := []msaRow{{0, "GSHMLEDPV"}, {1, "GSHLLEDPV"}, {4, "GAHMLEEPV"}, {-1, "-SHMLEEPV"}}
 	sent2 := []msaRow{{-1, chain2}, {-1, "GSHMLQDPV"}}
 	want := map[string]map[string][]msaRow{
-		"mono":   {"A": unpaired1},
-		"hetero": {"A": hetero1, "B": hetero2, "C": hetero1, "L": nil},
-		"mixed":  {"A": unpaired1, "B": sent2},
+		"mono":   {"A": readAlone},
+		"hetero": {"A": readHetero1, "B": readHetero2, "C": readHetero1, "L": nil},
+		"mixed":  {"A": readAlone, "B": sent2},
 	}
 	for target, chains := range want {
 		if got := readByBoltz(t, r.WorkDir, target); !reflect.DeepEqual(got, chains) {

@@ -42,6 +42,19 @@ var heteromer = align.Result{
 
 var alone = align.Result{Chains: []string{chain1}, Unpaired: []string{unpaired1Alone}, Source: testSource}
 
+// The rows Boltz reads from the CSVs written for these searches (parse_csv: a row whose
+// residues repeat an earlier row's is left out, insertions take no column), which both the
+// stand-in and Boltz itself (TestUpstreamReadsSearchedAlignments) must read.
+var (
+	// chain1 alone: the environmental block's query and its repeat of a uniref hit go.
+	readAlone = []msaRow{{-1, "MKTAYIAKQR"}, {-1, "MKTAYIAKQR"}, {-1, "MRTAYLAKQ-"}, {-1, "MKSAYIAKHR"}}
+	// The heteromer: keys 0-3 of the paired A3Ms, where row 4 of chain1 and row 2 of chain2
+	// are gaps and left out, and row 3, the second block's query, repeats row 0; then the
+	// unpaired rows that repeat nothing before them.
+	readHetero1 = []msaRow{{0, "MKTAYIAKQR"}, {1, "MKTAFIAKQR"}, {2, "MRTAYIAKQK"}, {-1, "MKTAYIAKQR"}, {-1, "MRTAYLAKQ-"}, {-1, "MKSAYIAKHR"}}
+	readHetero2 = []msaRow{{0, "GSHMLEDPV"}, {1, "GSHLLEDPV"}, {4, "GAHMLEEPV"}, {-1, "-SHMLEEPV"}}
+)
+
 // TestSearchedAlignmentsGolden pins the Boltz input the engine writes for targets whose
 // alignments were searched ahead of the run: the YAML and every file it names
 // (testdata/searched/<name>.golden). go test -run TestSearchedAlignmentsGolden -update
