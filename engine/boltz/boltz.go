@@ -8,10 +8,11 @@
 // no file the caller gave: alignments and templates sent inline become files of the run,
 // and so do the alignments chaperone's alignment stage searched ahead of the run
 // (engine.Run.Alignments), written as the CSV files Boltz writes from its own search
-// (searchedCSVs); Boltz is never let search on an MSA server itself. Afterwards the engine reads what Boltz wrote, target by target, and does not
-// trust the exit status: Boltz exits 0 after skipping an input it could not process or
-// running out of memory on it, and such a target gets a failed row with Boltz's own
-// message. The input rules Boltz adds to the catalog's capabilities are CheckInput.
+// (searchedCSVs); Boltz is never let search on an MSA server itself. Afterwards the engine
+// reads what Boltz wrote, target by target, and does not trust the exit status: Boltz
+// exits 0 after skipping an input it could not process or running out of memory on it,
+// and such a target gets a failed row with Boltz's own message. The input rules Boltz adds
+// to the catalog's capabilities are CheckInput.
 // Imports: engine, engine/toolkit, job, bio, align.
 package boltz
 
