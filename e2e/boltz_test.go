@@ -55,7 +55,7 @@ const testMSAServer = "https://msa.test.invalid"
 func withBoltz(t *testing.T) option {
 	path := boltzStandIn(t)
 	return func(c *app.Config) {
-		c.Engines = []engine.Engine{boltz.New(boltz.Config{MSAServerURL: testMSAServer})}
+		c.Engines = []engine.Engine{boltz.New(boltz.Config{})}
 		c.Tools = engine.Tools{"boltz": path}
 		c.MSAServerURL = testMSAServer
 	}
@@ -126,17 +126,21 @@ func TestBoltzRunsASequence(t *testing.T) {
 	mustf(t, err == nil && strings.TrimSpace(string(out)) == "float32 (33, 33)", "numpy read the PAE as %s (%v)", out, err)
 
 	logs := string(s.get("/v1/jobs/" + id + "/logs").expect(http.StatusOK).Body)
-	for _, want := range []string{"--use_msa_server --msa_server_url " + testMSAServer, "--diffusion_samples 2", "--accelerator cpu",
-		"Calling MSA server for target target_1", "Number of failed examples: 0"} {
+	// The alignment was searched by chaperone's alignment stage before the job ran, and
+	// handed to Boltz, which never searches itself.
+	mustf(t, !strings.Contains(logs, "--use_msa_server") && !strings.Contains(logs, "Calling MSA server"), "Boltz searched:\n%s", logs)
+	for _, want := range []string{"[chaperone] target_1: alignments of chain A searched by chaperone's alignment stage (server " + testMSAServer,
+		"--diffusion_samples 2", "--accelerator cpu", "Number of failed examples: 0"} {
 		mustf(t, strings.Contains(logs, want), "the log lacks %q:\n%s", want, logs)
 	}
 
-	// The same sequence again: the alignment comes from the worker's cache.
+	// The same sequence again: its alignment is handed over again, whatever the alignment
+	// stage took it from.
 	again := s.create("/v1/predictions", map[string]any{"sequence": "MKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQ"})
 	s.waitStatus(again, "succeeded")
 	logs = string(s.get("/v1/jobs/" + again + "/logs").expect(http.StatusOK).Body)
-	mustf(t, !strings.Contains(logs, "Calling MSA server") && strings.Contains(logs, "1 target(s) from the cache"),
-		"the second job searched again:\n%s", logs)
+	mustf(t, !strings.Contains(logs, "--use_msa_server") && strings.Contains(logs, "alignments of chain A searched by chaperone's alignment stage"),
+		"the second job's alignment:\n%s", logs)
 	rows, _ = s.rowsOf(again)
 	mustf(t, rows["target_1"]["msa"] == true, "row %v", rows["target_1"])
 }
@@ -336,8 +340,6 @@ func TestBoltzMalformedInputs(t *testing.T) {
 		{"affinity off boltz2", input("protenix-v2", prot+lig+"properties:\n  - affinity: {binder: L}\n"), []string{"the input asks for affinity, which protenix-v2 does not take; models that do: boltz2"}},
 		{"constraints off boltz2", input("openfold3", prot+lig+"constraints:\n  - contact: {token1: [A, 1], token2: [L, C1]}\n"), []string{"the input has constraints, which openfold3 does not take"}},
 		{"templates off boltz2", input("protenix-v2", prot+"templates:\n  -\n"+tmplCIF), []string{"the input has templates, which protenix-v2 does not take"}},
-		{"an inline alignment next to a server chain", yaml("sequences:\n  - protein:\n      id: A\n      sequence: MKTAYI\n      msa: |\n        >q\n        MKTAYI\n  - protein: {id: B, sequence: GG}\n"),
-			[]string{"chain B would be aligned on the MSA server while chain A has the alignment you sent"}},
 		{"same sequence with different settings", yaml("sequences:\n  - protein: {id: A, sequence: MK}\n  - protein: {id: B, sequence: MK, cyclic: true}\n"),
 			[]string{"chains A and B have the same sequence", "id: [A, B]"}},
 		{"two-character chains in PDB output", input("boltz2", "sequences:\n  - protein: {id: AB, sequence: MK}\n", `{"output_format": "pdb"}`), []string{"the PDB format holds one character per chain id"}},

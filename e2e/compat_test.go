@@ -33,7 +33,7 @@ func withEveryStandIn(t *testing.T) option {
 	boltzPath := boltzStandIn(t)
 	design := designTools(t)
 	return func(c *app.Config) {
-		c.Engines = []engine.Engine{boltz.New(boltz.Config{MSAServerURL: testMSAServer}),
+		c.Engines = []engine.Engine{boltz.New(boltz.Config{}),
 			pydriver.ESM(), pydriver.Transformers(),
 			boltzgen.New(boltzgen.Config{Binders: catalog.Default().Binders(), GPU: true}), rfd3.New()}
 		c.Tools = engine.Tools{"boltz": boltzPath, "esm": python, "transformers": python}

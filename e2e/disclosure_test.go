@@ -47,7 +47,7 @@ func TestUnavailableTellsCallersWhatIsMissingAndTheOperatorTheRest(t *testing.T)
 	}
 	var log lockedBuffer
 	s := startServer(t, func(c *app.Config) {
-		c.Engines = []engine.Engine{boltz.New(boltz.Config{MSAServerURL: testMSAServer})}
+		c.Engines = []engine.Engine{boltz.New(boltz.Config{})}
 		c.Tools = engine.Tools{"boltz": tool}
 		c.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	})

@@ -29,7 +29,7 @@ func TestUpstreamBoltzPrediction(t *testing.T) {
 	boltztest.Isolate(t, boltztest.Cache(t, env, true))
 	started := time.Now()
 	s := startServer(t, func(c *app.Config) {
-		c.Engines = []engine.Engine{boltz.New(boltz.Config{MSAServerURL: testMSAServer})}
+		c.Engines = []engine.Engine{boltz.New(boltz.Config{})}
 		c.Tools = engine.Tools{"boltz": env.Bin("boltz")}
 		c.MSAServerURL = testMSAServer
 	})

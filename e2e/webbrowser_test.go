@@ -47,7 +47,7 @@ func withWebEngines(t *testing.T) option {
 	path := boltzStandIn(t)
 	assets := webAssets()
 	return func(c *app.Config) {
-		c.Engines = []engine.Engine{boltz.New(boltz.Config{MSAServerURL: testMSAServer}),
+		c.Engines = []engine.Engine{boltz.New(boltz.Config{}),
 			enginetest.New("esmfold2"), pictureEngine{models: []string{"boltzgen", "esmc-300m"}}}
 		c.Tools = engine.Tools{"boltz": path}
 		c.MSAServerURL = testMSAServer

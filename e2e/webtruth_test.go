@@ -17,7 +17,7 @@ import (
 func TestWebOffersNoSubmitForAModelNoWorkerCanRun(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, func(c *app.Config) {
-		c.Engines = []engine.Engine{boltz.New(boltz.Config{MSAServerURL: testMSAServer}), enginetest.New("esmfold2")}
+		c.Engines = []engine.Engine{boltz.New(boltz.Config{}), enginetest.New("esmfold2")}
 		c.Tools = engine.Tools{"boltz": "/nonexistent/boltz"}
 	})
 	b := openBrowser(t, s, 1280, 900)

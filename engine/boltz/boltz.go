@@ -6,12 +6,14 @@
 // weights load once per job. Every target is first parsed into a bio.Complex (the job's
 // input as stored, parsed again by bio.Complexes) and written back as Boltz YAML that names
 // no file the caller gave: alignments and templates sent inline become files of the run,
-// alignments searched before come from a cache, and the rest is searched on the operator's
-// MSA server. Afterwards the engine reads what Boltz wrote, target by target, and does not
-// trust the exit status: Boltz exits 0 after skipping an input it could not process or
-// running out of memory on it, and such a target gets a failed row with Boltz's own
-// message. The input rules Boltz adds to the catalog's capabilities are CheckInput.
-// Imports: engine, engine/toolkit, job, bio.
+// and so do the alignments chaperone's alignment stage searched ahead of the run
+// (engine.Run.Alignments), written as the CSV files Boltz writes from its own search
+// (searchedCSVs); Boltz is never let search on an MSA server itself. Afterwards the engine
+// reads what Boltz wrote, target by target, and does not trust the exit status: Boltz
+// exits 0 after skipping an input it could not process or running out of memory on it,
+// and such a target gets a failed row with Boltz's own message. The input rules Boltz adds
+// to the catalog's capabilities are CheckInput.
+// Imports: engine, engine/toolkit, job, bio, align.
 package boltz
 
 import (
@@ -24,27 +26,19 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/chaperone-bio/chaperone/align"
 	"github.com/chaperone-bio/chaperone/bio"
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/toolkit"
-	"github.com/chaperone-bio/chaperone/engine/toolkit/msacache"
 	"github.com/chaperone-bio/chaperone/job"
 )
 
 // Config is an engine's setup on one worker.
 type Config struct {
-	// MSAServerURL is the ColabFold-compatible MMseqs2 server Boltz searches alignments on
-	// (--msa_server_url); default engine.DefaultMSAServer. Credentials for a private one
-	// reach Boltz through its own environment variables (BOLTZ_MSA_USERNAME,
-	// BOLTZ_MSA_PASSWORD, MSA_API_KEY_VALUE) in the worker's environment.
-	MSAServerURL string
 	// GPU runs Boltz on the GPU (--accelerator gpu); without one it runs on the CPU.
 	GPU bool
-	// MSACacheBytes bounds the alignment cache; default 2 GiB.
-	MSACacheBytes int64
 }
 
 // Engine runs boltz2 jobs with the boltz command.
@@ -55,18 +49,12 @@ type Engine struct {
 
 // New returns an engine with the given setup.
 func New(cfg Config) *Engine {
-	if cfg.MSAServerURL == "" {
-		cfg.MSAServerURL = engine.DefaultMSAServer
-	}
-	if cfg.MSACacheBytes == 0 {
-		cfg.MSACacheBytes = 2 << 30
-	}
 	return &Engine{cfg: cfg, tool: &toolkit.Tool{
 		Name:       "boltz",
 		Install:    `Boltz-2 (pip install "boltz[cuda]")`,
 		Subcommand: []string{"predict"},
 		Options: []string{"--out_dir", "--accelerator", "--recycling_steps", "--sampling_steps", "--diffusion_samples",
-			"--output_format", "--override", "--use_msa_server", "--msa_server_url", "--no_kernels", "--seed",
+			"--output_format", "--override", "--no_kernels", "--seed",
 			"--write_full_pae", "--write_full_pde"},
 		Needs: "Boltz 2 (pip install -U boltz)",
 	}}
@@ -100,7 +88,7 @@ func (e *Engine) Run(ctx context.Context, run *engine.Run) (*engine.Output, erro
 		return nil, err
 	}
 	if err := p.WriteInputs(); err != nil {
-		return nil, fmt.Errorf("writing the inputs of boltz: %w", err)
+		return nil, err
 	}
 	for {
 		attempt, stop := context.WithCancel(ctx)
@@ -129,21 +117,19 @@ func (e *Engine) Run(ctx context.Context, run *engine.Run) (*engine.Output, erro
 
 // prediction is one boltz2 job, in the steps of toolkit.RunSteps.
 type prediction struct {
-	cfg       Config
-	log       io.Writer
-	report    func(job.Progress)
-	params    toolkit.PredictParams
-	complexes []*bio.Complex
+	cfg        Config
+	log        io.Writer
+	report     func(job.Progress)
+	params     toolkit.PredictParams
+	complexes  []*bio.Complex
+	alignments []align.Result // searched ahead of the run (engine.Run.Alignments)
 	// The run's folders: Boltz's inputs, the files they name, and Boltz's output.
 	inputs, files, out string
-	cache              *msacache.Cache
 
-	targets   []*target
-	searching bool // some target's alignments are searched on the server in this run
-	affinity  bool // some target asks for an affinity
-	fromCache int  // targets whose alignments came from the cache
-	mon       *monitor
-	started   time.Time
+	targets  []*target
+	affinity bool // some target asks for an affinity
+	mon      *monitor
+	started  time.Time
 	// dropped are the targets taken out of later runs of boltz, each with its verdict
 	// already given; recursed is the one Boltz retried without end.
 	dropped  map[string]bool
@@ -160,30 +146,29 @@ func (e *Engine) plan(run *engine.Run, work string) (*prediction, error) {
 		return nil, err
 	}
 	p := &prediction{cfg: e.cfg, log: run.Log, report: run.Report, params: params, complexes: complexes,
-		inputs: filepath.Join(work, "inputs"), files: filepath.Join(work, "files"), out: filepath.Join(work, "out"),
-		cache: msacache.ForRun(run.CacheDir, e.cfg.MSACacheBytes), dropped: map[string]bool{}, recursed: map[string]bool{}}
+		alignments: run.Alignments, inputs: filepath.Join(work, "inputs"), files: filepath.Join(work, "files"),
+		out: filepath.Join(work, "out"), dropped: map[string]bool{}, recursed: map[string]bool{}}
 	if err := toolkit.MakeDirs(p.inputs, p.files, p.out); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-// WriteInputs decides where each target's alignments come from and writes its YAML.
+// WriteInputs writes each target's alignments and its YAML, and says in the run log where
+// the target's alignments come from. A target whose alignments were to be searched ahead
+// of the run and were not fails the job before Boltz runs.
 func (p *prediction) WriteInputs() error {
 	for _, cx := range p.complexes {
-		t, err := planTarget(cx, p.params.UseMSAServer, p.cfg.MSAServerURL, p.cache, p.files)
+		t, err := planTarget(cx, p.params.UseMSAServer, p.alignments, p.files)
 		if err != nil {
 			return err
 		}
 		if err := writeYAML(p.inputs, p.files, t); err != nil {
-			return fmt.Errorf("the Boltz input of %s: %w", cx.Name, err)
+			return fmt.Errorf("writing the Boltz input of %s: %w", cx.Name, err)
 		}
+		fmt.Fprintf(p.log, "[chaperone] %s: alignments %s\n", cx.Name, t.msaNote())
 		p.targets = append(p.targets, t)
-		p.searching = p.searching || len(t.auto) > 0 && !t.cached
 		p.affinity = p.affinity || cx.Affinity != nil
-		if t.cached {
-			p.fromCache++
-		}
 	}
 	return nil
 }
@@ -224,13 +209,9 @@ func (p *prediction) Command() engine.Command {
 	if !p.params.Fast {
 		args = append(args, "--no_kernels")
 	}
-	if p.searching {
-		args = append(args, "--use_msa_server", "--msa_server_url", p.cfg.MSAServerURL)
-	}
 	if p.mon == nil {
-		fmt.Fprintf(p.log, "[chaperone] boltz predict: %d target(s) on %s; alignments: %s\n",
-			len(p.targets), accelerator, p.msaNote())
-		p.mon = newMonitor(p.report, len(p.targets), p.searching, p.affinity)
+		fmt.Fprintf(p.log, "[chaperone] boltz predict: %d target(s) on %s\n", len(p.targets), accelerator)
+		p.mon = newMonitor(p.report, len(p.targets), p.affinity)
 		p.started = time.Now()
 	}
 	return engine.Command{Args: args, OnLine: p.mon.line}
@@ -268,7 +249,7 @@ func (p *prediction) dropDecided() (int, error) {
 	return left, nil
 }
 
-// Results reads every target's row and files, and keeps the alignments searched.
+// Results reads every target's row and files.
 func (p *prediction) Results(exit error) (*engine.Output, error) {
 	ext := "cif"
 	if p.params.OutputFormat == "pdb" {
@@ -281,7 +262,6 @@ func (p *prediction) Results(exit error) (*engine.Output, error) {
 		results[i] = o.read(t)
 	}
 	o.runtimes(results)
-	p.keepAlignments(o.dir)
 	targets := make([]toolkit.Target, len(results))
 	for i, r := range results {
 		targets[i] = r.Target
@@ -289,106 +269,51 @@ func (p *prediction) Results(exit error) (*engine.Output, error) {
 	return toolkit.Predictions("boltz", targets, exit)
 }
 
-// planTarget decides where each protein chain's alignment comes from and writes the
-// inline ones to files.
-func planTarget(cx *bio.Complex, useServer bool, server string, cache *msacache.Cache, files string) (*target, error) {
+// planTarget decides where each protein chain's alignment comes from and writes it to a
+// file of the run, one per Boltz entity: Boltz skips an input whose copies of one sequence
+// name different files (CheckInput has made sure that their alignments agree). With
+// useSearched (use_msa_server), the chains without an alignment of their own get theirs
+// from the results searched ahead of the run; without it they are folded single-sequence.
+func planTarget(cx *bio.Complex, useSearched bool, alignments []align.Result, files string) (*target, error) {
 	t := &target{cx: cx, msas: make([]string, len(cx.Entities))}
+	searched := map[string]string{} // a searched chain's sequence → its CSV
+	if chains := cx.SearchChains(); useSearched && len(chains) > 0 {
+		res, ok := align.Find(alignments, chains)
+		if !ok {
+			return nil, fmt.Errorf("the alignments of target %s were not searched ahead of the run; chaperone searches "+
+				"them before the job runs and never lets Boltz search itself, so the job was not run: submit it again", cx.Name)
+		}
+		csvs, err := searchedCSVs(res, keyBaseAbove(cx))
+		if err != nil {
+			return nil, fmt.Errorf("the alignments searched for target %s: %w", cx.Name, err)
+		}
+		for i, chain := range res.Chains {
+			searched[chain] = csvs[i]
+		}
+		t.source = res.Source
+	}
 	groups := boltzEntities(cx)
-	var auto []int // entities searched on the server unless cached
 	for i, en := range cx.Entities {
 		if en.Kind != bio.Protein {
 			continue
 		}
+		format, text := bio.CSV, searched[en.Sequence]
 		switch {
-		case en.MSA.Source == bio.MSANone || en.MSA.Source == bio.MSAAuto && !useServer:
+		case en.MSA.Source == bio.MSANone || en.MSA.Source == bio.MSAAuto && !useSearched:
 			t.msas[i] = "empty"
+			t.single = append(t.single, en.IDs...)
+			continue
 		case en.MSA.Source == bio.MSAInline:
-			// One file per Boltz entity: Boltz skips an input whose copies of one sequence
-			// name different MSA files, and CheckInput has made sure their texts agree.
-			p := filepath.Join(files, fmt.Sprintf("%s_msa%d.%s", cx.Name, groups[i]+1, en.MSA.Format))
-			if err := os.WriteFile(p, []byte(en.MSA.Text), 0o644); err != nil {
-				return nil, err
-			}
-			t.msas[i], t.msa = p, true
+			format, text = en.MSA.Format, en.MSA.Text
+			t.sent = append(t.sent, en.IDs...)
 		default:
-			auto = append(auto, i)
+			t.searched = append(t.searched, en.IDs...)
 		}
-	}
-	if len(auto) == 0 {
-		return t, nil
-	}
-	t.msa = true
-	pos := map[int]int{} // Boltz entity → index in t.auto
-	for _, i := range auto {
-		if _, ok := pos[groups[i]]; !ok {
-			pos[groups[i]] = len(t.auto)
-			t.auto = append(t.auto, groups[i])
-			t.autoSeqs = append(t.autoSeqs, cx.Entities[i].Sequence)
+		path := filepath.Join(files, fmt.Sprintf("%s_msa%d.%s", cx.Name, groups[i]+1, format))
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			return nil, fmt.Errorf("writing the Boltz input of %s: %w", cx.Name, err)
 		}
-	}
-	t.cacheKey = cacheKey(server, t.autoSeqs)
-	cached := make(map[string]string, len(t.auto))
-	for i := range t.auto {
-		cached[strconv.Itoa(i)+".csv"] = filepath.Join(files, fmt.Sprintf("%s_cached_%d.csv", cx.Name, i))
-	}
-	if cache.Get(t.cacheKey, cached) {
-		t.cached = true
-		for _, i := range auto {
-			t.msas[i] = cached[strconv.Itoa(pos[groups[i]])+".csv"]
-		}
+		t.msas[i], t.msa = path, true
 	}
 	return t, nil
-}
-
-// pairingStrategy is Boltz's default --msa_pairing_strategy, which this engine keeps.
-const pairingStrategy = "greedy"
-
-// cacheKey names in the alignment cache the search of seqs, in that order, on server: an
-// entry holds the CSV files Boltz wrote into msa/ for it, one per protein entity
-// (<i>.csv), rows paired across entities by key.
-func cacheKey(server string, seqs []string) string {
-	return msacache.Key(append([]string{"boltz msa v1", server, pairingStrategy}, seqs...)...)
-}
-
-// keepAlignments stores the alignments Boltz searched in this run in the cache: the CSV
-// files it wrote to msa/<target>_<entity>.csv. A failure to cache costs only a search.
-func (p *prediction) keepAlignments(dir string) {
-	for _, t := range p.targets {
-		if len(t.auto) == 0 || t.cached {
-			continue
-		}
-		files := make(map[string]string, len(t.auto))
-		complete := true
-		for i, g := range t.auto {
-			path := filepath.Join(dir, "msa", fmt.Sprintf("%s_%d.csv", t.cx.Name, g))
-			files[strconv.Itoa(i)+".csv"] = path
-			if info, err := os.Stat(path); err != nil || info.Size() == 0 {
-				complete = false
-			}
-		}
-		if !complete {
-			continue
-		}
-		if err := p.cache.Put(t.cacheKey, files); err != nil {
-			fmt.Fprintf(p.log, "[chaperone] keeping the alignments of %s for later jobs failed: %v\n", t.cx.Name, err)
-		}
-	}
-}
-
-// msaNote says where the job's alignments come from, for the run log.
-func (p *prediction) msaNote() string {
-	var parts []string
-	if p.searching {
-		parts = append(parts, "searched on "+p.cfg.MSAServerURL)
-	}
-	if p.fromCache > 0 {
-		parts = append(parts, fmt.Sprintf("%d target(s) from the cache", p.fromCache))
-	}
-	if !p.params.UseMSAServer {
-		parts = append(parts, "single-sequence unless sent with the input (use_msa_server is off)")
-	}
-	if len(parts) == 0 {
-		return "as sent with the input"
-	}
-	return strings.Join(parts, "; ")
 }

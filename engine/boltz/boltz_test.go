@@ -28,19 +28,17 @@ var standIn string
 
 func TestMain(m *testing.M) { os.Exit(enginerun.Main(m, boltztest.Build, &standIn)) }
 
-const server = "https://msa.example.org"
-
-// harness is one engine run against the stand-in.
+// harness is one engine run against the stand-in, given the alignments the tests'
+// alignment stage searched for the job (stage).
 type harness struct {
-	t        *testing.T
-	engine   *Engine
-	cacheDir string
-	workDir  string
+	t       *testing.T
+	engine  *Engine
+	workDir string
 	enginerun.Recorder
 }
 
 func newHarness(t *testing.T) *harness {
-	return &harness{t: t, engine: New(Config{MSAServerURL: server}), cacheDir: t.TempDir()}
+	return &harness{t: t, engine: New(Config{})}
 }
 
 func (h *harness) run(ctx context.Context, j *job.Job) (*engine.Output, error) {
@@ -51,7 +49,7 @@ func (h *harness) run(ctx context.Context, j *job.Job) (*engine.Output, error) {
 
 func (h *harness) runIn(ctx context.Context, j *job.Job, workDir string) (*engine.Output, error) {
 	return h.engine.Run(ctx, &engine.Run{
-		Job: j, WorkDir: workDir, CacheDir: h.cacheDir, Tools: engine.Tools{"boltz": standIn}, Log: &h.Log,
+		Job: j, WorkDir: workDir, Tools: engine.Tools{"boltz": standIn}, Alignments: stage(j), Log: &h.Log,
 		Report: h.Report, Exec: h.Exec(workDir),
 	})
 }
@@ -90,19 +88,23 @@ func TestRunOneProtein(t *testing.T) {
 	out := h.mustRun(enginerun.PredictJob(t, `{"sequence": "MKTAYIAKQRQISFVKSHFSRQ"}`))
 
 	args := h.args()
-	for _, want := range []string{"--accelerator cpu", "--diffusion_samples 1", "--output_format mmcif", "--override",
-		"--use_msa_server --msa_server_url " + server, "--seed 0"} {
+	for _, want := range []string{"--accelerator cpu", "--diffusion_samples 1", "--output_format mmcif", "--override", "--seed 0"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("args %q lack %q", args, want)
 		}
 	}
-	for _, absent := range []string{"--recycling_steps", "--sampling_steps", "--no_kernels", "--write_full_pae"} {
+	for _, absent := range []string{"--recycling_steps", "--sampling_steps", "--no_kernels", "--write_full_pae", "--use_msa_server", "--msa_server_url"} {
 		if strings.Contains(args, absent) {
 			t.Errorf("args %q have %s, which the job left to Boltz", args, absent)
 		}
 	}
-	if got, want := h.Stages(), []string{job.StageMSA, job.StageInference}; !reflect.DeepEqual(got, want) {
+	// The alignment was searched ahead of the run: Boltz processes the input at once.
+	if got, want := h.Stages(), []string{job.StageStarting, job.StageInference}; !reflect.DeepEqual(got, want) {
 		t.Errorf("stages %v, want %v", got, want)
+	}
+	const note = "[chaperone] target_1: alignments of chain A searched by chaperone's alignment stage (server https://msa.example.org; mode env; pairing pairgreedy-env)\n"
+	if read := readByBoltz(t, h.workDir, "target_1")["A"]; len(read) != 4 || !strings.Contains(h.Log.String(), note) {
+		t.Errorf("Boltz read the alignment rows %v; the log says\n%s", read, h.Log.String())
 	}
 	reports := h.Reports()
 	if last := reports[len(reports)-1]; *last.Fraction != 1 || last.Done != 1 || last.Total != 1 {
@@ -152,12 +154,6 @@ func TestRunParams(t *testing.T) {
 		if !strings.Contains(args, want) {
 			t.Errorf("args %q lack %q", args, want)
 		}
-	}
-	if strings.Contains(args, "--use_msa_server") || strings.Contains(h.Log.String(), "Calling MSA server") {
-		t.Errorf("use_msa_server false still searched: %s", args)
-	}
-	if got := h.Stages(); slices.Contains(got, job.StageMSA) {
-		t.Errorf("stages %v include msa", got)
 	}
 	row := out.Rows[0]
 	if row.Samples != 3 || row.MSA {
@@ -355,50 +351,5 @@ func TestRunSameSequenceSharesItsAlignment(t *testing.T) {
 	msa := fmt.Sprintf("msa: %q", filepath.Join(h.workDir, "files", "dimer_msa1.a3m"))
 	if strings.Count(string(yaml), msa) != 2 || strings.Count(string(yaml), "msa:") != 2 {
 		t.Errorf("both copies must name one alignment file (%s):\n%s", msa, yaml)
-	}
-}
-
-func TestRunAlignmentCache(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t)
-	monomer := `{"sequence": "MKTAYIAKQRQISFVKSHFSRQ"}`
-	h.mustRun(enginerun.PredictJob(t, monomer))
-	if !strings.Contains(h.Log.String(), "Calling MSA server for target target_1") {
-		t.Fatalf("first run did not search:\n%s", h.Log.String())
-	}
-	keys, _ := filepath.Glob(filepath.Join(h.cacheDir, "msa", "*", "*"))
-	if len(keys) != 1 {
-		t.Fatalf("cache holds %v", keys)
-	}
-
-	h.Log = enginerun.Log{}
-	out := h.mustRun(enginerun.PredictJob(t, monomer))
-	if strings.Contains(h.Log.String(), "Calling MSA server") || strings.Contains(h.args(), "--use_msa_server") {
-		t.Errorf("second run searched again:\n%s", h.Log.String())
-	}
-	if !out.Rows[0].MSA || !strings.Contains(h.Log.String(), "1 target(s) from the cache") {
-		t.Errorf("row %v; log %s", out.Rows[0], h.Log.String())
-	}
-	yaml, _ := os.ReadFile(filepath.Join(h.workDir, "inputs/target_1.yaml"))
-	if !strings.Contains(string(yaml), filepath.Join(h.workDir, "files", "target_1_cached_0.csv")) {
-		t.Errorf("the cached alignment is not Boltz's msa:\n%s", yaml)
-	}
-
-	// A complex is searched with its partners, so the monomer's entry does not serve it;
-	// its own entry serves it the next time, in the same order.
-	h.Log = enginerun.Log{}
-	pair := `{"input": ">A|protein\nMKTAYIAKQRQISFVKSHFSRQ\n>B|protein\nGGSGGSGG\n"}`
-	h.mustRun(enginerun.PredictJob(t, pair))
-	if !strings.Contains(h.Log.String(), "Calling MSA server for target target_1 with 2 sequences") {
-		t.Errorf("the complex was not searched:\n%s", h.Log.String())
-	}
-	h.Log = enginerun.Log{}
-	h.mustRun(enginerun.PredictJob(t, pair))
-	if strings.Contains(h.Log.String(), "Calling MSA server") {
-		t.Errorf("the complex was searched twice:\n%s", h.Log.String())
-	}
-	keys, _ = filepath.Glob(filepath.Join(h.cacheDir, "msa", "*", "*"))
-	if len(keys) != 2 {
-		t.Errorf("cache holds %v", keys)
 	}
 }

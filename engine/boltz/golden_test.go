@@ -7,12 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chaperone-bio/chaperone/align"
 	"github.com/chaperone-bio/chaperone/bio"
 	"github.com/chaperone-bio/chaperone/internal/golden"
 )
 
 // TestWrittenYAMLGolden pins the Boltz input the engine writes for inputs of every
-// feature (testdata/yaml/<name>.in, alignments searched on the server): the YAML, with
+// feature (testdata/yaml/<name>.in, use_msa_server on and the alignments it needs searched
+// ahead of the run by the tests' alignment stage, searchedAhead): the YAML, with
 // the run's folder of inline files written as $FILES, followed by each of those files.
 // go test -run TestWrittenYAMLGolden -update rewrites <name>.golden.
 func TestWrittenYAMLGolden(t *testing.T) {
@@ -25,13 +27,17 @@ func TestWrittenYAMLGolden(t *testing.T) {
 		if err := New(Config{}).CheckInput("boltz2", cx, map[string]any{"use_msa_server": true}); err != nil {
 			t.Fatalf("Boltz would refuse the input: %v", err)
 		}
-		dir, files := writeInput(t, cx)
+		var searched []align.Result
+		if chains := cx.SearchChains(); len(chains) > 0 {
+			searched = append(searched, searchedAhead(chains...))
+		}
+		dir, files := writeInput(t, cx, searched...)
 		golden.Check(t, goldenPath, []byte(written(t, filepath.Join(dir, name+".yaml"), files)))
 	})
 }
 
 // written is the YAML at path with the folder files written as $FILES, then every file
-// under files.
+// under files (one that does not end in a newline, as Boltz writes its CSV, marked so).
 func written(t *testing.T, path, files string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -54,6 +60,9 @@ func written(t *testing.T, path, files string) string {
 			t.Fatal(err)
 		}
 		out += "--- $FILES/" + n + "\n" + string(b)
+		if !strings.HasSuffix(out, "\n") {
+			out += "\n\\ no newline at end of file\n"
+		}
 	}
 	return out
 }

@@ -8,13 +8,13 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/chaperone-bio/chaperone/align"
 	"github.com/chaperone-bio/chaperone/bio"
 )
 
 // entityKey is how Boltz groups the entries of its sequences list into entities
 // (schema.py, parse_boltz_schema): by type and by the sequence, SMILES or CCD text as
-// Python's str() prints it. Entity ids number the groups in order of first appearance,
-// and an automatic MSA is written to msa/<target>_<entity id>.csv.
+// Python's str() prints it. Entity ids number the groups in order of first appearance.
 func entityKey(e *bio.Entity) string {
 	text := e.Sequence
 	switch {
@@ -56,15 +56,39 @@ func boltzEntities(cx *bio.Complex) []int {
 type target struct {
 	cx *bio.Complex
 	// msas holds, per entity of the complex, the alignment file Boltz reads, "empty" for
-	// single-sequence, or "" for Boltz to search on the server.
+	// single-sequence, or "" for an entity that is not a protein.
 	msas []string
-	// auto lists the Boltz entity ids whose alignments the server searches in this run,
-	// with their sequences in the same order; cacheKey names that set in the cache.
-	auto     []int
-	autoSeqs []string
-	cacheKey string
-	cached   bool // the alignments came from the cache
-	msa      bool // some chain uses an alignment
+	msa  bool // some chain uses an alignment
+	// The protein chains by where their alignment comes from: searched ahead of the run
+	// (on source), sent with the input, or none.
+	searched, sent, single []string
+	source                 align.Source
+}
+
+// msaNote says where the target's alignments come from, for the run log.
+func (t *target) msaNote() string {
+	var parts []string
+	if len(t.searched) > 0 {
+		parts = append(parts, fmt.Sprintf("of %s searched by chaperone's alignment stage (%s)", chains(t.searched), t.source))
+	}
+	if len(t.sent) > 0 {
+		parts = append(parts, fmt.Sprintf("of %s sent with the input", chains(t.sent)))
+	}
+	if len(t.single) > 0 {
+		parts = append(parts, fmt.Sprintf("none for %s (single-sequence: msa: empty, or use_msa_server off)", chains(t.single)))
+	}
+	if len(parts) == 0 {
+		return "none (no protein chain)"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// chains names chain ids for the run log: "chain A", "chains A, B".
+func chains(ids []string) string {
+	if len(ids) == 1 {
+		return "chain " + ids[0]
+	}
+	return "chains " + strings.Join(ids, ", ")
 }
 
 // q quotes a string as a YAML double-quoted scalar: JSON's string syntax is YAML's too,

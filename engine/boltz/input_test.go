@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chaperone-bio/chaperone/align"
 	"github.com/chaperone-bio/chaperone/bio"
 	"github.com/chaperone-bio/chaperone/engine/toolkit"
-	"github.com/chaperone-bio/chaperone/engine/toolkit/msacache"
 	"github.com/chaperone-bio/chaperone/internal/testpython"
 	"github.com/chaperone-bio/chaperone/job"
 )
@@ -26,12 +26,13 @@ func pythonHas(t *testing.T, modules ...string) {
 	testpython.Require(t, modules...)
 }
 
-// writeInput writes the Boltz input of a target whose alignments are searched on the
-// server, into a folder for the YAML and one for the files it names.
-func writeInput(t *testing.T, cx *bio.Complex) (dir, files string) {
+// writeInput writes the Boltz input of a target with use_msa_server on, given the
+// alignments searched ahead of the run, into a folder for the YAML and one for the files
+// it names.
+func writeInput(t *testing.T, cx *bio.Complex, searched ...align.Result) (dir, files string) {
 	t.Helper()
 	dir, files = t.TempDir(), t.TempDir()
-	tg, err := planTarget(cx, true, server, &msacache.Cache{}, files)
+	tg, err := planTarget(cx, true, searched, files)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,13 +152,11 @@ func TestBoltzEntities(t *testing.T) {
 func TestMonitor(t *testing.T) {
 	t.Parallel()
 	var reports []job.Progress
-	m := newMonitor(func(p job.Progress) { reports = append(reports, p) }, 2, true, true)
+	m := newMonitor(func(p job.Progress) { reports = append(reports, p) }, 2, true)
 	for _, line := range []string{
 		"Checking input data.",
 		"Processing 2 inputs with 2 threads.",
-		"Generating MSA for /w/inputs/a.yaml with 1 protein entities.",
 		" 50%|█████     | 1/2 [00:03<00:03,  3.10s/it]",
-		"COMPLETE: 100%|██████████| 150/150 [elapsed: 00:02 remaining: 00:00]",
 		"Failed to process /w/inputs/b.v2.yaml. Skipping. Error: Missing MSA's in input and --use_msa_server flag not set..",
 		"100%|██████████| 2/2 [00:06<00:00,  3.10s/it]",
 		"Running structure prediction for 1 input.",
@@ -182,7 +181,7 @@ func TestMonitor(t *testing.T) {
 		}
 		last = *r.Fraction
 	}
-	if want := []string{job.StageMSA, job.StageInference, job.StageAffinity}; !reflect.DeepEqual(stages, want) {
+	if want := []string{job.StageStarting, job.StageInference, job.StageAffinity}; !reflect.DeepEqual(stages, want) {
 		t.Errorf("stages %v, want %v", stages, want)
 	}
 	if last != 1 || reports[len(reports)-1].Done != 1 {
@@ -200,7 +199,7 @@ func TestMonitor(t *testing.T) {
 // bar was drawn last (tqdm redraws start with a carriage return and end with nothing).
 func TestMonitorReadsMessagesAfterABar(t *testing.T) {
 	t.Parallel()
-	m := newMonitor(func(job.Progress) {}, 2, false, false)
+	m := newMonitor(func(job.Progress) {}, 2, false)
 	for _, line := range []string{
 		" 50%|█████     | 1/2 [00:03<00:03,  3.10s/it]Failed to process /w/inputs/b.yaml. Skipping. Error: bad residue.",
 		"Running structure prediction for 1 input.",
@@ -231,6 +230,9 @@ func TestStandInIsStrict(t *testing.T) {
 		{[]string{"predict", "--out_dir", dir}, "Error: Missing argument 'DATA'."},
 		{[]string{"predict", filepath.Join(dir, "none")}, "Path '" + filepath.Join(dir, "none") + "' does not exist."},
 		{[]string{"fold", dir}, "No such command 'fold'."},
+		// Not Boltz's answer: the stand-in's, so that every run on it proves the engine
+		// never lets Boltz search alignments on a server.
+		{[]string{"predict", dir, "--use_msa_server"}, "refused --use_msa_server"},
 	}
 	for _, tt := range tests {
 		out, err := exec.Command(standIn, tt.args...).CombinedOutput()

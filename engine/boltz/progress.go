@@ -11,8 +11,8 @@ import (
 	"github.com/chaperone-bio/chaperone/job"
 )
 
-// Phases of a boltz predict run, in order: input processing (with the MSA searches), the
-// structure loop, and the affinity loop.
+// Phases of a boltz predict run, in order: input processing, the structure loop, and the
+// affinity loop.
 const (
 	phaseProcessing = iota
 	phaseStructure
@@ -66,17 +66,14 @@ type monitor struct {
 	loopStart [numPhases]time.Time
 }
 
-func newMonitor(report func(job.Progress), total int, searching, affinity bool) *monitor {
+func newMonitor(report func(job.Progress), total int, affinity bool) *monitor {
 	m := &monitor{report: report, total: total, stage: job.StageStarting, skipped: map[string]string{}}
 	for i := range m.unprepared {
 		m.unprepared[i] = map[string]string{}
 	}
-	// Shares of the bar: searches on the server take about as long as predicting, input
-	// processing without them is quick, and the affinity loop runs five samples per target.
+	// Shares of the bar: input processing is quick (Boltz never searches alignments here),
+	// and the affinity loop runs five samples per target.
 	m.weights[phaseProcessing] = 0.05
-	if searching {
-		m.weights[phaseProcessing] = 0.4
-	}
 	if affinity {
 		m.weights[phaseAffinity] = 0.2
 	}
@@ -88,8 +85,6 @@ func newMonitor(report func(job.Progress), total int, searching, affinity bool) 
 func (m *monitor) line(line string) {
 	t := strings.TrimSpace(line)
 	switch {
-	case strings.HasPrefix(t, "Generating MSA for") || strings.HasPrefix(t, "Calling MSA server"):
-		m.set(phaseProcessing, job.StageMSA, m.fraction)
 	case strings.HasPrefix(t, "Running structure prediction for"):
 		m.set(phaseStructure, job.StageInference, m.start(phaseStructure))
 	case t == affinityHead:

@@ -183,9 +183,9 @@ func (o *outcome) recursion(name string) string {
 // runtimes sets every row's runtime_s: the target's own time in each prediction loop,
 // measured between the moments Boltz finished writing the results of consecutive targets
 // (the modification times of their files) from the loop's first progress line, plus an
-// equal share of the rest of the run (start-up, input processing and MSA searches, weight
-// loading). The rows of a run add up to the tool's wall time. An affinity row splits its
-// runtime_s in two: its own time in the affinity loop, and the rest (the structure's).
+// equal share of the rest of the run (start-up, input processing, weight loading). The
+// rows of a run add up to the tool's wall time. An affinity row splits its runtime_s in
+// two: its own time in the affinity loop, and the rest (the structure's).
 func (o *outcome) runtimes(results []*result) {
 	own := make([][numPhases]float64, len(results))
 	attributed := 0.0

@@ -16,11 +16,13 @@ const minDistance, maxDistance = 4, 20
 //     modifications and cyclic flag of the first for all and fails unless their MSAs agree;
 //     so are ligand entries with the same SMILES or CCD codes, which makes each a copy and
 //     none of them an affinity binder;
-//   - one target cannot mix an alignment the caller sent with one searched on the server;
 //   - pocket and contact distances are supported between 4 and 20 Å.
+//
+// Boltz also refuses a target that mixes an alignment file with one it is to search itself
+// (schema.py:1311), but this engine hands it every alignment as a file, the searched ones
+// too, so a target may mix alignments sent with alignments searched.
 func (e *Engine) CheckInput(model string, cx *bio.Complex, params map[string]any) error {
-	p, err := toolkit.NewPredictParams(params)
-	if err != nil {
+	if _, err := toolkit.NewPredictParams(params); err != nil {
 		return err
 	}
 	for i, en := range cx.Entities {
@@ -45,24 +47,6 @@ func (e *Engine) CheckInput(model string, cx *bio.Complex, params map[string]any
 				return bio.Errorf(a.Pos, "affinity binder %s: chain %s is the same ligand, and Boltz reads the two as copies of one "+
 					"molecule, which it predicts no affinity for; give the binder a single copy", a.Binder, en.IDs[0])
 			}
-		}
-	}
-	if p.UseMSAServer {
-		var inline, auto *bio.Entity
-		for i := range cx.Entities {
-			en := &cx.Entities[i]
-			switch {
-			case en.Kind != bio.Protein:
-			case en.MSA.Source == bio.MSAInline && inline == nil:
-				inline = en
-			case en.MSA.Source == bio.MSAAuto && auto == nil:
-				auto = en
-			}
-		}
-		if inline != nil && auto != nil {
-			return bio.Errorf(auto.Pos, "chain %s would be aligned on the MSA server while chain %s has the alignment you "+
-				"sent, and Boltz cannot mix the two in one target: send an alignment for %s too, write msa: empty for it, "+
-				"or send use_msa_server false to fold it single-sequence", auto.IDs[0], inline.IDs[0], auto.IDs[0])
 		}
 	}
 	for _, k := range cx.Constraints {

@@ -45,6 +45,10 @@ func TestCheckInputAccepts(t *testing.T) {
 	tests := []struct{ name, input, params string }{
 		{"an inline alignment and msa: empty mix with the server on", "sequences:\n  - protein:\n      id: A\n      sequence: MKTAYI\n" + a3mFor +
 			"  - protein: {id: B, sequence: GG, msa: empty}\n", ""},
+		// Boltz refuses to mix its own search with a sent alignment, but it is given every
+		// alignment as a file, the searched ones too.
+		{"an inline alignment and a searched chain mix", "sequences:\n  - protein:\n      id: A\n      sequence: MKTAYI\n" + a3mFor +
+			"  - protein: {id: B, sequence: GG}\n", ""},
 		{"an inline alignment and a server chain mix when the server is off", "sequences:\n  - protein:\n      id: A\n      sequence: MKTAYI\n" + a3mFor +
 			"  - protein: {id: B, sequence: GG}\n", `{"use_msa_server": false}`},
 		{"same sequence twice with the same settings", "sequences:\n  - protein: {id: A, sequence: MK, cyclic: true}\n  - protein: {id: B, sequence: MK, cyclic: true}\n", ""},
@@ -70,8 +74,6 @@ func TestCheckInputRefuses(t *testing.T) {
 			"line 3, column 5: chains A and B have the same sequence, and Boltz reads them as copies of one molecule, so they must have the same msa, modifications and cyclic; list both ids on one entry (id: [A, B])"},
 		{"same sequence, different modifications", "sequences:\n  - protein: {id: A, sequence: MK}\n  - protein: {id: B, sequence: MK, modifications: [{position: 1, ccd: MSE}]}\n",
 			"chains A and B have the same sequence"},
-		{"an inline alignment beside a server chain", "sequences:\n  - protein:\n      id: A\n      sequence: MKTAYI\n" + a3mFor + "  - protein: {id: B, sequence: GG}\n",
-			"line 8, column 5: chain B would be aligned on the MSA server while chain A has the alignment you sent, and Boltz cannot mix the two"},
 		{"affinity for a ligand that another entry repeats", protA + ligL + "  - ligand: {id: M, smiles: CCO}\nproperties:\n  - affinity: {binder: L}\n",
 			"line 6, column 5: affinity binder L: chain M is the same ligand, and Boltz reads the two as copies of one molecule"},
 		{"affinity for a CCD ligand that another entry repeats", protA + "  - ligand: {id: M, ccd: SAH}\n  - ligand: {id: L, ccd: [SAH]}\nproperties:\n  - affinity: {binder: L}\n",

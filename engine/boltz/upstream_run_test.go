@@ -16,34 +16,44 @@ import (
 )
 
 // The tier's predictions: a Boltz-2 of random weights (boltztest.Cache) on the CPU, with
-// as few steps as the catalog allows, on targets of a dozen residues.
+// as few steps as the catalog allows, on targets of a dozen residues, with alignments
+// searched ahead of the run (by the tests' alignment stage) where the input has none.
 const (
-	tierParams = `"params": {"use_msa_server": false, "recycling_steps": 1, "sampling_steps": 10, "diffusion_samples": 2, "write_pae": true}`
+	tierParams = `"params": {"use_msa_server": true, "recycling_steps": 1, "sampling_steps": 10, "diffusion_samples": 2, "write_pae": true}`
 	// bad has a zinc ion whose molecule has no conformer (boltztest.Unpreparable): Boltz
 	// processes it, then cannot prepare it for the model.
 	badTarget = `{"name": "bad", "content": "sequences:\n  - protein: {id: A, sequence: GSHMKELL, msa: empty}\n  - ligand: {id: Z, ccd: ` +
 		boltztest.Unpreparable + `}\n"}`
-	goodTarget = `{"name": "good", "content": ">A|protein|empty\nMKTAYIAKQRQI\n"}`
+	// good is a heteromer whose chains' alignments were searched, paired and unpaired.
+	goodTarget = `{"name": "good", "content": ">A|protein\nMKTAYIAKQRQI\n>B|protein\nGSHMLEDPVKW\n"}`
 )
 
-// TestUpstreamPrediction runs real Boltz on a target it predicts and one it cannot prepare
-// for the model: the first gets a row with Boltz's scores and its files, the second a
-// failed row with Boltz's own message, whichever of the two Boltz's loop takes first (it
-// takes them in the order of the file system). The stand-in writes the same files for the
-// same job.
+// TestUpstreamPrediction runs real Boltz on a target it predicts, with the alignments
+// searched ahead of the run, and one it cannot prepare for the model: the first gets a row
+// with Boltz's scores and its files, the second a failed row with Boltz's own message,
+// whichever of the two Boltz's loop takes first (it takes them in the order of the file
+// system). Boltz never calls an alignment server. The stand-in writes the same files for
+// the same job.
 func TestUpstreamPrediction(t *testing.T) {
 	env := realtools.Require(t, "boltz")
 	boltztest.Isolate(t, boltztest.Cache(t, env, true))
 	j := enginerun.PredictJob(t, `{"model": "boltz2", "targets": [`+goodTarget+`, `+badTarget+`], `+tierParams+`}`)
 	started := time.Now()
-	r := enginerun.MustRun(t, New(Config{}), j, engine.Tools{"boltz": env.Bin("boltz")})
+	r := enginerun.RunAligned(t, New(Config{}), j, engine.Tools{"boltz": env.Bin("boltz")}, stage(j))
+	if r.Err != nil {
+		t.Fatalf("run: %v\n%s", r.Err, r.Log.String())
+	}
 	t.Logf("boltz predict on the CPU: %.0f s", time.Since(started).Seconds())
+	if log := r.Log.String(); strings.Contains(log, "Calling MSA server") || strings.Contains(log, "does not match input sequence") ||
+		!strings.Contains(log, "[chaperone] good: alignments of chains A, B searched by chaperone's alignment stage") {
+		t.Errorf("Boltz did not fold good with the alignments searched ahead:\n%s", log)
+	}
 	rows := map[string]job.PredictionRow{}
 	for _, row := range r.Out.Rows {
 		rows[row.ID] = row
 	}
 	good, bad := rows["good"], rows["bad"]
-	if good.Status != job.RowOK || good.Samples != 2 || good.Scores == nil || good.Scores.ConfidenceScore == nil ||
+	if good.Status != job.RowOK || !good.MSA || good.Samples != 2 || good.Scores == nil || good.Scores.ConfidenceScore == nil ||
 		good.Scores.ComplexPDE == nil || good.Scores.PLDDT <= 0 || good.Scores.PLDDT > 1 {
 		t.Errorf("good row %+v (scores %+v)\n%s", good, good.Scores, r.Log.String())
 	}
@@ -64,7 +74,10 @@ func TestUpstreamPrediction(t *testing.T) {
 		}
 	}
 	// The stand-in, given the same job, writes the same files.
-	s := enginerun.MustRun(t, New(Config{}), enginerun.Leased(t, j), engine.Tools{"boltz": standIn})
+	s := enginerun.RunAligned(t, New(Config{}), enginerun.Leased(t, j), engine.Tools{"boltz": standIn}, stage(j))
+	if s.Err != nil {
+		t.Fatalf("stand-in run: %v\n%s", s.Err, s.Log.String())
+	}
 	if stand := predictionFiles(t, s.WorkDir, "good"); !slices.Equal(real, stand) {
 		t.Errorf("files of a target:\nBoltz    %v\nstand-in %v", real, stand)
 	}

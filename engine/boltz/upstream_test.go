@@ -128,17 +128,20 @@ func corpus(t *testing.T) (targets []job.Target, refused []string) {
 }
 
 // TestUpstreamInputsAccepted: Boltz's own reader processes every input the engine writes
-// for the corpus (processed/records/<id>.json), with placeholder checkpoints: the run then
+// for the corpus (processed/records/<id>.json), with use_msa_server on and the alignments
+// of the chains that need them searched ahead of the run, without calling a server and
+// with every alignment's first row its chain's; with placeholder checkpoints: the run then
 // fails loading the model, which these inputs do not need.
 func TestUpstreamInputsAccepted(t *testing.T) {
 	env := realtools.Require(t, "boltz")
 	boltztest.Isolate(t, boltztest.Cache(t, env, false))
 	targets, refused := corpus(t)
-	body, err := json.Marshal(map[string]any{"model": "boltz2", "targets": targets, "params": map[string]any{"use_msa_server": false}})
+	body, err := json.Marshal(map[string]any{"model": "boltz2", "targets": targets, "params": map[string]any{"use_msa_server": true}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := enginerun.Run(t, New(Config{}), enginerun.PredictJob(t, string(body)), engine.Tools{"boltz": env.Bin("boltz")})
+	j := enginerun.PredictJob(t, string(body))
+	r := enginerun.RunAligned(t, New(Config{}), j, engine.Tools{"boltz": env.Bin("boltz")}, stage(j))
 	log := r.Log.String()
 	records := filepath.Join(r.WorkDir, "out", "boltz_results_inputs", "processed", "records")
 	processed := 0
@@ -149,8 +152,11 @@ func TestUpstreamInputsAccepted(t *testing.T) {
 		}
 		processed++
 	}
-	if strings.Contains(log, "Failed to process") || strings.Contains(log, "Downloading") {
-		t.Errorf("Boltz refused an input or wanted a download:\n%s", log)
+	if strings.Contains(log, "Failed to process") || strings.Contains(log, "Downloading") || strings.Contains(log, "Calling MSA server") {
+		t.Errorf("Boltz refused an input, wanted a download or searched:\n%s", log)
+	}
+	if len(j.Searches) == 0 || !strings.Contains(log, "searched by chaperone's alignment stage") {
+		t.Errorf("no target of the corpus had alignments searched (%d searches):\n%s", len(j.Searches), log)
 	}
 	if !strings.Contains(log, fmt.Sprintf("Running structure prediction for %d inputs.", len(targets))) {
 		t.Errorf("Boltz did not reach the prediction of every input:\n%s", log)

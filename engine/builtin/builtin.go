@@ -27,7 +27,7 @@ type Config struct {
 func Engines(cfg Config) []engine.Engine {
 	pc := protenix.Config{MSAServerURL: cfg.MSAServer, GPU: cfg.GPU}
 	return []engine.Engine{
-		boltz.New(boltz.Config{MSAServerURL: cfg.MSAServer, GPU: cfg.GPU}),
+		boltz.New(boltz.Config{GPU: cfg.GPU}),
 		openfold3.New(openfold3.Config{GPU: cfg.GPU}),
 		protenix.New(pc), protenix.NewOpenDDE(pc), protenix.NewOpenDDEAbAg(pc),
 		boltzgen.New(boltzgen.Config{Binders: catalog.Default().Binders(), GPU: cfg.GPU}),

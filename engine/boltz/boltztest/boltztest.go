@@ -1,9 +1,12 @@
 // Package boltztest provides a stand-in for the boltz command, for tests of the boltz
 // engine: a small program (./boltz) that accepts exactly the options of Boltz's
-// `boltz predict` (an unknown one is click's usage error), reads the YAML inputs, and
-// writes Boltz's output layout, file names and JSON keys with made-up numbers. Target
-// names choose how it misbehaves, as the prefixes below say. It is a fixture: tests build
-// and use it; a running chaperone never does.
+// `boltz predict` (an unknown one is click's usage error), reads the YAML inputs and the
+// alignment files they name as Boltz does (recording the rows it read, per chain, in
+// processed/msa/<target>_<n>.json, which the processed record's msa_id names), and writes
+// Boltz's output layout, file names and JSON keys with made-up numbers. It refuses
+// --use_msa_server, which Boltz accepts, so that a run on it proves the engine never lets
+// Boltz search alignments itself. Target names choose how it misbehaves, as the prefixes
+// below say. It is a fixture: tests build and use it; a running chaperone never does.
 package boltztest
 
 import "github.com/chaperone-bio/chaperone/internal/standin"

@@ -84,6 +84,10 @@ func run(args []string) int {
 	if opts == nil {
 		return code
 	}
+	if opts["--use_msa_server"] == "true" {
+		fmt.Fprintln(os.Stderr, "[boltz stand-in] refused --use_msa_server: the engine must hand Boltz the alignments searched ahead of the run, never let it search")
+		return 2
+	}
 	fmt.Printf("[boltz stand-in] %s\n", strings.Join(args, " "))
 	p := &predictor{opts: opts, data: data}
 	return p.predict()
@@ -192,12 +196,14 @@ func traceback(where, err string) {
 	fmt.Fprintf(os.Stderr, "Traceback (most recent call last):\n  File \"/opt/boltz/src/boltz/main.py\", line 460, in %s\n    raise\n%s\n", where, err)
 }
 
-// chain is one chain of a processed input, in Boltz's order: grouped by entity.
+// chain is one chain of a processed input, in Boltz's order: grouped by entity. MSA is
+// the name of its processed alignment (processed/msa/<MSA>.json), or -1 for none.
 type chain struct {
 	Name     string `json:"chain_name"`
 	Type     string `json:"mol_type"`
 	Entity   int    `json:"entity_id"`
 	Residues int    `json:"num_residues"`
+	MSA      any    `json:"msa_id"`
 }
 
 // record is a processed input (processed/records/<id>.json).
@@ -205,6 +211,14 @@ type record struct {
 	ID       string  `json:"id"`
 	Chains   []chain `json:"chains"`
 	Affinity bool    `json:"affinity"`
+}
+
+// group is an entity of an input: the entries of one type and sequence.
+type group struct {
+	typ, seq string
+	ids      []string
+	msa      any // nil: auto, "empty", or a path
+	residues int
 }
 
 type predictor struct {
@@ -223,9 +237,6 @@ func (p *predictor) int(name string) int {
 func (p *predictor) predict() int {
 	if p.opts["--accelerator"] == "cpu" {
 		fmt.Println("Running on CPU, this will be slow. Consider using a GPU.")
-	}
-	if p.flag("--use_msa_server") {
-		fmt.Printf("MSA server enabled: %s\nMSA server authentication: no credentials provided\n", p.opts["--msa_server_url"])
 	}
 	data := strings.TrimSuffix(p.data, "/")
 	p.out = filepath.Join(p.opts["--out_dir"], "boltz_results_"+strings.TrimSuffix(filepath.Base(data), filepath.Ext(data)))
@@ -419,12 +430,6 @@ func (p *predictor) process(path string) (*record, error) {
 		return nil, fmt.Errorf("Invalid version %v in input!", v)
 	}
 	items, _ := doc["sequences"].([]any)
-	type group struct {
-		typ, seq string
-		ids      []string
-		msa      any // nil: auto, "empty", or a path
-		residues int
-	}
 	var groups []*group
 	for _, it := range items {
 		m, _ := it.(map[string]any)
@@ -482,35 +487,28 @@ func (p *predictor) process(path string) (*record, error) {
 		groups[i].ids = append(groups[i].ids, ids...)
 	}
 	rec := &record{ID: id}
-	custom, auto := false, map[int]string{}
+	custom, auto := false, false
 	seen := map[string]bool{}
 	for e, g := range groups {
+		msa := any(-1)
+		if g.typ == "protein" {
+			switch g.msa {
+			case nil:
+				auto = true
+			case "empty":
+			default:
+				custom, msa = true, fmt.Sprint(g.msa)
+			}
+		}
 		for _, name := range g.ids {
 			if seen[name] {
 				return nil, fmt.Errorf("chain %s is given twice", name)
 			}
 			seen[name] = true
-			rec.Chains = append(rec.Chains, chain{Name: name, Type: g.typ, Entity: e, Residues: g.residues})
-		}
-		if g.typ != "protein" {
-			continue
-		}
-		switch g.msa {
-		case nil:
-			auto[e] = g.seq
-		case "empty":
-		default:
-			custom = true
-			path := fmt.Sprint(g.msa)
-			if _, err := os.Stat(path); err != nil {
-				return nil, fmt.Errorf("MSA file %s not found.", path)
-			}
-			if ext := filepath.Ext(path); ext != ".a3m" && ext != ".csv" {
-				return nil, fmt.Errorf("MSA file %s not supported, only a3m or csv.", path)
-			}
+			rec.Chains = append(rec.Chains, chain{Name: name, Type: g.typ, Entity: e, Residues: g.residues, MSA: msa})
 		}
 	}
-	if custom && len(auto) > 0 {
+	if custom && auto {
 		return nil, fmt.Errorf("Cannot mix custom and auto-generated MSAs in the same input!")
 	}
 	for _, pr := range asList(doc["properties"]) {
@@ -541,41 +539,51 @@ func (p *predictor) process(path string) (*record, error) {
 			return nil, fmt.Errorf("[Errno 2] No such file or directory: '%s'", path)
 		}
 	}
-	if len(auto) > 0 && !p.flag("--use_msa_server") {
+	if auto {
 		return nil, fmt.Errorf("Missing MSA's in input and --use_msa_server flag not set.")
 	}
-	if len(auto) > 0 {
-		fmt.Printf("Generating MSA for %s with %d protein entities.\n", path, len(auto))
-		fmt.Printf("Calling MSA server for target %s with %d sequences\n", id, len(auto))
-		fmt.Printf("MSA server URL: %s\nMSA pairing strategy: %s\n", p.opts["--msa_server_url"], p.opts["--msa_pairing_strategy"])
-		for e, seq := range auto {
-			rows := []string{"key,sequence"}
-			if len(auto) > 1 {
-				for k := range 3 {
-					rows = append(rows, fmt.Sprintf("%d,%s", k, mutate(seq, k)))
-				}
-			}
-			for k := range 4 {
-				rows = append(rows, fmt.Sprintf("-1,%s", mutate(seq, k+3)))
-			}
-			if err := os.WriteFile(filepath.Join(p.out, "msa", fmt.Sprintf("%s_%d.csv", id, e)), []byte(strings.Join(rows, "\n")), 0o644); err != nil {
-				return nil, err
-			}
-		}
+	if err := p.readMSAs(rec, groups); err != nil {
+		return nil, err
 	}
 	return rec, nil
 }
 
-// mutate makes a homolog of seq for a made-up alignment; k = 0 is seq itself.
-func mutate(seq string, k int) string {
-	if k == 0 {
-		return seq
+// readMSAs reads the alignment files the record's chains name, as process_input does: one
+// processed alignment per distinct file, numbered in the order of the sorted paths, which
+// each chain then names instead of the file. The stand-in keeps what it read as JSON
+// (processed/msa/<target>_<n>.json) where Boltz keeps an .npz, and warns as Boltz's
+// featurizer does when an alignment's first row is not the chain.
+func (p *predictor) readMSAs(rec *record, groups []*group) error {
+	var paths []string
+	for _, c := range rec.Chains {
+		if path, ok := c.MSA.(string); ok && !slices.Contains(paths, path) {
+			paths = append(paths, path)
+		}
 	}
-	b := []byte(seq)
-	for i := k % 3; i < len(b); i += 3 + k {
-		b[i] = "ACDEFGHIKLMNPQRSTVWY-"[(i*7+k)%21]
+	slices.Sort(paths)
+	for i, path := range paths {
+		if _, err := os.Stat(path); err != nil {
+			return fmt.Errorf("MSA file %s not found.", path)
+		}
+		rows, err := readMSA(path, p.int("--max_msa_seqs"))
+		if err != nil {
+			return err
+		}
+		name := fmt.Sprintf("%s_%d", rec.ID, i)
+		writeJSON(filepath.Join(p.out, "processed", "msa", name+".json"), rows)
+		fmt.Printf("[boltz stand-in] %s: read %d alignment rows from %s\n", name, len(rows), path)
+		for k := range rec.Chains {
+			c := &rec.Chains[k]
+			if c.MSA != path {
+				continue
+			}
+			c.MSA = name
+			if seq := groups[c.Entity].seq; len(rows) == 0 || rows[0].Sequence != seq {
+				fmt.Println("Warning: MSA does not match input sequence, creating dummy.", rec.ID)
+			}
+		}
 	}
-	return string(b)
+	return nil
 }
 
 func asMap(v any) map[string]any {
