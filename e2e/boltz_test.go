@@ -57,7 +57,6 @@ func withBoltz(t *testing.T) option {
 	return func(c *app.Config) {
 		c.Engines = []engine.Engine{boltz.New(boltz.Config{})}
 		c.Tools = engine.Tools{"boltz": path}
-		c.MSAServerURL = testMSAServer
 	}
 }
 
@@ -77,7 +76,7 @@ func TestBoltzRunsASequence(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, withBoltz(t))
 	models := s.get("/v1/models").expect(http.StatusOK).json()
-	mustf(t, models["msa_server"] == testMSAServer, "catalog msa_server %v", models["msa_server"])
+	mustf(t, models["msa_server"] == s.msa.URL, "catalog msa_server %v", models["msa_server"])
 	for _, m := range models["models"].([]any) {
 		m := m.(map[string]any)
 		mustf(t, (m["id"] == "boltz2") == (m["available"] == true), "%s available %v", m["id"], m["available"])
@@ -129,7 +128,7 @@ func TestBoltzRunsASequence(t *testing.T) {
 	// The alignment was searched by chaperone's alignment stage before the job ran, and
 	// handed to Boltz, which never searches itself.
 	mustf(t, !strings.Contains(logs, "--use_msa_server") && !strings.Contains(logs, "Calling MSA server"), "Boltz searched:\n%s", logs)
-	for _, want := range []string{"[chaperone] target_1: alignments of chain A searched by chaperone's alignment stage (server " + testMSAServer,
+	for _, want := range []string{"[chaperone] target_1: alignments of chain A searched by chaperone's alignment stage (server " + s.msa.URL,
 		"--diffusion_samples 2", "--accelerator cpu", "Number of failed examples: 0"} {
 		mustf(t, strings.Contains(logs, want), "the log lacks %q:\n%s", want, logs)
 	}
@@ -143,6 +142,8 @@ func TestBoltzRunsASequence(t *testing.T) {
 		"the second job's alignment:\n%s", logs)
 	rows, _ = s.rowsOf(again)
 	mustf(t, rows["target_1"]["msa"] == true, "row %v", rows["target_1"])
+	mustf(t, s.msa.Searches("MKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQ") == 1, "the chain was searched %d times for two jobs; want 1",
+		s.msa.Searches("MKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQ"))
 }
 
 func TestBoltzInputForms(t *testing.T) {

@@ -38,7 +38,6 @@ func withEveryStandIn(t *testing.T) option {
 			boltzgen.New(boltzgen.Config{Binders: catalog.Default().Binders(), GPU: true}), rfd3.New()}
 		c.Tools = engine.Tools{"boltz": boltzPath, "esm": python, "transformers": python}
 		maps.Copy(c.Tools, design)
-		c.MSAServerURL = testMSAServer
 	}
 }
 

@@ -22,7 +22,6 @@ func withOpenDDE(t *testing.T, root string) option {
 		cfg := protenix.Config{MSAServerURL: testMSAServer, OpenDDERoot: root}
 		c.Engines = []engine.Engine{protenix.NewOpenDDE(cfg), protenix.NewOpenDDEAbAg(cfg)}
 		c.Tools = engine.Tools{"opendde": path}
-		c.MSAServerURL = testMSAServer
 	}
 }
 

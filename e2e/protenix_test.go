@@ -57,7 +57,6 @@ func withProtenix(t *testing.T) option {
 	return func(c *app.Config) {
 		c.Engines = []engine.Engine{protenix.New(protenix.Config{MSAServerURL: testMSAServer})}
 		c.Tools = engine.Tools{"protenix": path}
-		c.MSAServerURL = testMSAServer
 	}
 }
 

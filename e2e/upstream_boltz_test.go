@@ -31,7 +31,6 @@ func TestUpstreamBoltzPrediction(t *testing.T) {
 	s := startServer(t, func(c *app.Config) {
 		c.Engines = []engine.Engine{boltz.New(boltz.Config{})}
 		c.Tools = engine.Tools{"boltz": env.Bin("boltz")}
-		c.MSAServerURL = testMSAServer
 	})
 	id := s.create("/v1/predictions", map[string]any{"sequence": "MKTAYIAKQRQI", "params": map[string]any{
 		"use_msa_server": false, "recycling_steps": 1, "sampling_steps": 10, "diffusion_samples": 2}})

@@ -156,7 +156,6 @@ func withListingEngine(e *listingEngine, tool, checkpoint string) option {
 	return func(c *app.Config) {
 		c.Engines = []engine.Engine{e}
 		c.Tools = engine.Tools{"run_openfold": tool, openfold3.CheckpointTool: checkpoint}
-		c.MSAServerURL = testMSAServer
 	}
 }
 

@@ -50,7 +50,6 @@ func withWebEngines(t *testing.T) option {
 		c.Engines = []engine.Engine{boltz.New(boltz.Config{}),
 			enginetest.New("esmfold2"), pictureEngine{models: []string{"boltzgen", "esmc-300m"}}}
 		c.Tools = engine.Tools{"boltz": path}
-		c.MSAServerURL = testMSAServer
 		c.WebAssets = assets
 	}
 }
