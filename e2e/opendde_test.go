@@ -19,7 +19,7 @@ import (
 func withOpenDDE(t *testing.T, root string) option {
 	path := protenixStandIn(t, protenixtest.OpenDDE)
 	return func(c *app.Config) {
-		cfg := protenix.Config{MSAServerURL: testMSAServer, OpenDDERoot: root}
+		cfg := protenix.Config{OpenDDERoot: root}
 		c.Engines = []engine.Engine{protenix.NewOpenDDE(cfg), protenix.NewOpenDDEAbAg(cfg)}
 		c.Tools = engine.Tools{"opendde": path}
 		c.MSAServerURL = testMSAServer

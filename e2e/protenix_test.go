@@ -55,7 +55,7 @@ func removeProtenixStandIns() {
 func withProtenix(t *testing.T) option {
 	path := protenixStandIn(t, protenixtest.Protenix)
 	return func(c *app.Config) {
-		c.Engines = []engine.Engine{protenix.New(protenix.Config{MSAServerURL: testMSAServer})}
+		c.Engines = []engine.Engine{protenix.New(protenix.Config{})}
 		c.Tools = engine.Tools{"protenix": path}
 		c.MSAServerURL = testMSAServer
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/chaperone-bio/chaperone/bio"
 	"github.com/chaperone-bio/chaperone/catalog"
-	"github.com/chaperone-bio/chaperone/engine/toolkit/msacache"
 	"github.com/chaperone-bio/chaperone/internal/realtools"
 	"github.com/chaperone-bio/chaperone/job"
 )
@@ -128,7 +127,7 @@ func writeCorpus(t *testing.T, e *Engine, path, files string) map[string]*target
 			t.Logf("%s: %s refuses it at submit: %v", in, model, err)
 			continue
 		}
-		tg, err := planTarget(complexes[0], false, e.flavor, server, &msacache.Cache{}, files)
+		tg, err := planTarget(complexes[0], false, nil, files)
 		if err != nil {
 			t.Fatalf("%s: %v", in, err)
 		}
