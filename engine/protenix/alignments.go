@@ -52,7 +52,7 @@ func searchedAlignments(complexes []*bio.Complex, useServer bool, results []alig
 		res, ok := align.Find(results, chains)
 		if !ok {
 			return nil, fmt.Errorf("%s: %s to be aligned on the MSA server before the run, but the job reached the worker "+
-				"without their alignments", cx.Name, chainList(searchedIDs(cx), "was", "were"))
+				"without the result", cx.Name, chainList(searchedIDs(cx), "was", "were"))
 		}
 		out[i] = &res
 	}

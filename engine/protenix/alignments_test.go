@@ -86,7 +86,7 @@ func TestAlignmentsMissing(t *testing.T) {
 		want       string
 	}{
 		{"none handed", dimer, nil,
-			"dimer: chains A, B were to be aligned on the MSA server before the run, but the job reached the worker without their alignments"},
+			"dimer: chains A, B were to be aligned on the MSA server before the run, but the job reached the worker without the result"},
 		{"a search of one chain of two", dimer, []align.Result{fakeSearch(chainA)}, "dimer: chains A, B were to be aligned"},
 		{"the second target's", `{"name": "mono", "content": ">A|protein\n` + chainA + `\n"}, {"name": "other", "content": ">C|protein\n` + chainB + `\n"}`,
 			[]align.Result{fakeSearch(chainA)}, "other: chain C was to be aligned on the MSA server before the run"},
