@@ -19,7 +19,7 @@ import (
 func withOpenDDE(t *testing.T, root string) option {
 	path := protenixStandIn(t, protenixtest.OpenDDE)
 	return func(c *app.Config) {
-		cfg := protenix.Config{MSAServerURL: testMSAServer, OpenDDERoot: root}
+		cfg := protenix.Config{OpenDDERoot: root}
 		c.Engines = []engine.Engine{protenix.NewOpenDDE(cfg), protenix.NewOpenDDEAbAg(cfg)}
 		c.Tools = engine.Tools{"opendde": path}
 	}
@@ -153,8 +153,6 @@ func TestOpenDDERefusals(t *testing.T) {
 		{"DNA", input("opendde", ">A|protein\nMK\n>D|dna\nACGT\n"), []string{"chain D is DNA, which opendde does not take"}},
 		{"RNA", input("opendde-abag", ">A|protein\nMK\n>R|rna\nACGU\n"), []string{"chain R is RNA, which opendde-abag does not take"}},
 		{"selenocysteine", input("opendde", ">A|protein\nMKUAY\n"), []string{"residue 3 is U, which opendde does not read"}},
-		{"an alignment beside a server chain", input("opendde-abag", "sequences:\n  - protein:\n      id: A\n      sequence: MKTAYI\n      msa: |\n        >q\n        MKTAYI\n  - protein: {id: B, sequence: GG}\n"),
-			[]string{"chain B would be aligned on the MSA server while chain A has the alignment you sent"}},
 		{"cyclic", input("opendde", "sequences:\n  - protein: {id: A, sequence: MKTAY, cyclic: true}\n"), []string{"chain A is cyclic, which opendde does not take"}},
 	})
 }

@@ -55,7 +55,7 @@ func removeProtenixStandIns() {
 func withProtenix(t *testing.T) option {
 	path := protenixStandIn(t, protenixtest.Protenix)
 	return func(c *app.Config) {
-		c.Engines = []engine.Engine{protenix.New(protenix.Config{MSAServerURL: testMSAServer})}
+		c.Engines = []engine.Engine{protenix.New(protenix.Config{})}
 		c.Tools = engine.Tools{"protenix": path}
 	}
 }
@@ -240,9 +240,6 @@ func TestProtenixRefusals(t *testing.T) {
 	wantRefused(t, s, []refusal{
 		{"selenocysteine", input("sequences:\n  - protein: {id: A, sequence: MKUAY}\n"), []string{"chain A: residue 3 is U, which protenix-v2 does not read"}},
 		{"pyrrolysine", input(">A|protein\nMKOAY\n"), []string{"residue 3 is O"}},
-		{"an inline alignment next to a server chain", input("sequences:\n  - protein:\n      id: A\n      sequence: MKTAYI\n      msa: |\n        >q\n        MKTAYI\n  - protein: {id: B, sequence: GG}\n"),
-			[]string{"chain B would be aligned on the MSA server while chain A has the alignment you sent"}},
-		{"msa: empty next to a server chain", input(">A|protein|empty\nMKTAYI\n>B|protein\nGGSGG\n"), []string{"chain A has msa: empty"}},
 		{"affinity", input(prot + lig + "properties:\n  - affinity: {binder: L}\n"), []string{"the input asks for affinity, which protenix-v2 does not take; models that do: boltz2"}},
 		{"constraints", input(prot + lig + "constraints:\n  - contact: {token1: [A, 1], token2: [L, C1]}\n"), []string{"the input has constraints, which protenix-v2 does not take"}},
 		{"templates", input(prot + "templates:\n  - cif: |\n      data_t\n      _atom_site.id 1\n"), []string{"the input has templates, which protenix-v2 does not take"}},

@@ -60,7 +60,7 @@ func TestUpstreamProtenixEndToEnd(t *testing.T) {
 
 	s := startServer(t, func(c *app.Config) {
 		// Nothing is searched (msa: empty); a search would fail at once.
-		c.Engines = []engine.Engine{protenix.New(protenix.Config{MSAServerURL: "http://127.0.0.1:9"})}
+		c.Engines = []engine.Engine{protenix.New(protenix.Config{})}
 		c.Tools = engine.Tools{"protenix": env.Bin("protenix")}
 	})
 	start = time.Now()

@@ -25,7 +25,7 @@ type Config struct {
 
 // Engines returns every built-in engine, set up for cfg.
 func Engines(cfg Config) []engine.Engine {
-	pc := protenix.Config{MSAServerURL: cfg.MSAServer, GPU: cfg.GPU}
+	pc := protenix.Config{GPU: cfg.GPU}
 	return []engine.Engine{
 		boltz.New(boltz.Config{GPU: cfg.GPU}),
 		openfold3.New(openfold3.Config{GPU: cfg.GPU}),

@@ -20,21 +20,22 @@ func TestConformance(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "checkpoint", "opendde_abag.pt"), []byte("weights"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{MSAServerURL: server, OpenDDERoot: root}
+	cfg := Config{OpenDDERoot: root}
 	for _, e := range []*Engine{New(cfg), NewOpenDDE(cfg), NewOpenDDEAbAg(cfg)} {
 		model := e.Models()[0]
 		t.Run(model, func(t *testing.T) {
 			conformance.Run(t, conformance.Harness{
 				Engine: e,
 				Tools:  engine.Tools{e.Name(): standIns[e.Name()]},
-				// Every option the engine passes: steps, samples, plain numerics, a search.
-				OK: enginerun.PredictJob(t, `{"model": "`+model+`", "targets": [{"name": "mono", "content": ">A|protein\nMKTAYIAKQRQISFVKSHFSRQ\n"},
-					{"name": "dimer", "content": ">A|protein\nMKTAYIAK\n>B|protein\nGGSGGSLL\n"}],
+				// Every option the engine passes: steps, samples, plain numerics, alignments (sent,
+				// as the suite hands the engine none searched).
+				OK: enginerun.PredictJob(t, `{"model": "`+model+`", "targets": [{"name": "mono", "content": "sequences:\n  - protein:\n      id: A\n      sequence: MKTAYIAK\n      msa: |\n        >q\n        MKTAYIAK\n        >hit\n        MKTAYLAK\n"},
+					{"name": "dimer", "content": ">A|protein|empty\nMKTAYIAK\n>B|protein|empty\nGGSGGSLL\n"}],
 					"params": {"recycling_steps": 4, "sampling_steps": 50, "diffusion_samples": 2, "fast": false}}`),
 				Mixed: enginerun.PredictJob(t, `{"model": "`+model+`", "targets": [{"name": "good", "content": ">A|protein|empty\nMKTAYIAK\n"},
 					{"name": "fail-me", "content": ">A|protein|empty\nMKTAYIAK\n"}, {"name": "oom-big", "content": ">A|protein|empty\nGGSGG\n"}]}`),
 				Failing: []string{"fail-me", "oom-big"},
-				Hang:    enginerun.PredictJob(t, `{"model": "`+model+`", "targets": [{"name": "slow", "content": ">a\nMK"}]}`),
+				Hang:    enginerun.PredictJob(t, `{"model": "`+model+`", "targets": [{"name": "slow", "content": ">a\nMK"}], "params": {"use_msa_server": false}}`),
 				Busy:    "slow: step 1 of 300",
 			})
 		})

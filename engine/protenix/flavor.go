@@ -27,15 +27,10 @@ type flavor struct {
 	// device says the run's accelerator with --device (OpenDDE); Protenix has no such
 	// option and uses CUDA whenever PyTorch sees a GPU.
 	device bool
-	// colabfoldMode passes --msa_server_mode colabfold: Protenix's own mode only talks to
-	// its public server, and only the colabfold mode reads MMSEQS_SERVICE_HOST_URL.
-	colabfoldMode bool
 	// checkpoint is the file under the data folder's checkpoint/ this model runs, passed as
 	// --load_checkpoint_path; empty for the tool's own default.
 	checkpoint        string
 	missingCheckpoint string
-	// cacheKind names the flavor's searches in the alignment cache.
-	cacheKind string
 }
 
 // Options that both tools' `pred` take (runner/batch_inference.py of each).
@@ -50,13 +45,11 @@ var protenixFlavor = &flavor{
 	// tokens in BF16, 66.6 GB at 2,000.
 	memory:    engine.Memory{GB: 19, Basis: "about 19 GB at the catalog's 1,024 tokens: 18.2 GB at 1,000 tokens in Protenix's cost table"},
 	modelName: "protenix-v2",
-	options:   append(commonOptions[:len(commonOptions):len(commonOptions)], "--msa_server_mode"),
+	options:   commonOptions,
 	// upstream's defaults: bf16 with cuEquivariance; off: fp32 and plain PyTorch.
 	fastKernels: "cuequivariance", plainKernels: "torch",
 	fastDtype: "bf16", plainDtype: "fp32",
 	fusedLayerNorm: true,
-	colabfoldMode:  true,
-	cacheKind:      "protenix msa v1",
 }
 
 var openDDEFlavor = &flavor{
@@ -74,8 +67,7 @@ var openDDEFlavor = &flavor{
 	// (OpenDDE 1.2.0, opendde/config/inference.py:162-196, validate_triangle_kernel_runtime).
 	fastKernels: "auto", plainKernels: "torch",
 	fastDtype: "bf16", plainDtype: "bf16",
-	device:    true,
-	cacheKind: "opendde msa v1",
+	device: true,
 }
 
 // openDDEAbAgFlavor is OpenDDE's with the checkpoint tuned on antibody-antigen complexes.

@@ -8,15 +8,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chaperone-bio/chaperone/align"
 	"github.com/chaperone-bio/chaperone/bio"
-	"github.com/chaperone-bio/chaperone/engine/toolkit/msacache"
 	"github.com/chaperone-bio/chaperone/internal/golden"
 )
 
 // TestWrittenJSONGolden pins the tools' input the engine writes for inputs of every
-// feature (testdata/json/<name>.in, alignments searched on the server): the JSON entry of
-// the target, with the run's folder of alignment files written as $FILES, followed by
-// each of those files. go test -run TestWrittenJSONGolden -update rewrites <name>.golden.
+// feature (testdata/json/<name>.in, with use_msa_server on and the chains left to the
+// server searched by fakeSearch): the JSON entry of the target, with the run's folder of
+// alignment files written as $FILES, followed by each of those files. Protenix and OpenDDE
+// read the same input, so one golden file serves both. go test -run TestWrittenJSONGolden
+// -update rewrites <name>.golden.
 func TestWrittenJSONGolden(t *testing.T) {
 	t.Parallel()
 	golden.EachInput(t, filepath.Join("testdata", "json", "*.in"), func(t *testing.T, name string, text []byte, goldenPath string) {
@@ -27,8 +29,13 @@ func TestWrittenJSONGolden(t *testing.T) {
 		if err := New(Config{}).CheckInput("protenix-v2", cx, map[string]any{"use_msa_server": true}); err != nil {
 			t.Fatalf("the engine would refuse the input: %v", err)
 		}
+		var searched *align.Result
+		if chains := cx.SearchChains(); len(chains) > 0 {
+			r := fakeSearch(chains...)
+			searched = &r
+		}
 		files := t.TempDir()
-		tg, err := planTarget(cx, true, protenixFlavor, server, &msacache.Cache{}, files)
+		tg, err := planTarget(cx, true, searched, files)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,11 +8,9 @@ import (
 	"github.com/chaperone-bio/chaperone/job"
 )
 
-// What both tools log (runner/inference.py, infer_predict; runner/msa_search.py;
-// runner/batch_inference.py, inference_jsons), after the logging prefix of time, level
-// and source line.
+// What both tools log (runner/inference.py, infer_predict; runner/batch_inference.py,
+// inference_jsons), after the logging prefix of time, level and source line.
 var (
-	msaStart  = regexp.MustCompile(`starting to update msa result for task \d+`)
 	predStart = regexp.MustCompile(`\[Rank \d+ \((\d+)/(\d+)\)\] (.+) \[seed:\d+\]: N_asym`)
 	succeeded = regexp.MustCompile(`\[Rank \d+\] (.+) \[seed:\d+\] succeeded\. Model forward time: ([0-9.]+)s`)
 	predError = regexp.MustCompile(`\[Rank \d+\] (.+?) failed: `)
@@ -27,7 +25,6 @@ var (
 type monitor struct {
 	report   func(job.Progress)
 	total    int
-	msaShare float64 // the share of the bar for the searches
 	stage    string
 	done     int
 	fraction float64
@@ -36,23 +33,20 @@ type monitor struct {
 	fileError string             // the tool's error for the whole input file
 }
 
-func newMonitor(report func(job.Progress), total int, searching bool) *monitor {
-	m := &monitor{report: report, total: max(total, 1), stage: job.StageStarting, forward: map[string]float64{}, msaShare: 0.05}
-	if searching {
-		// Searches on the server take about as long as predicting.
-		m.msaShare = 0.4
-	}
-	return m
+// prepShare is the share of the bar for what the tool does before its first target:
+// loading the weights and reading the input.
+const prepShare = 0.05
+
+func newMonitor(report func(job.Progress), total int) *monitor {
+	return &monitor{report: report, total: max(total, 1), stage: job.StageStarting, forward: map[string]float64{}}
 }
 
 // line reads one line of the tool's output.
 func (m *monitor) line(line string) {
 	t := strings.TrimSpace(line)
 	switch {
-	case msaStart.MatchString(t):
-		m.set(job.StageMSA, m.fraction)
 	case predStart.MatchString(t):
-		m.set(job.StageInference, m.msaShare+(1-m.msaShare)*float64(m.done)/float64(m.total))
+		m.set(job.StageInference, prepShare+(1-prepShare)*float64(m.done)/float64(m.total))
 	case succeeded.MatchString(t):
 		g := succeeded.FindStringSubmatch(t)
 		secs, _ := strconv.ParseFloat(g[2], 64)
@@ -68,7 +62,7 @@ func (m *monitor) line(line string) {
 // finished counts a target the tool is done with, either way.
 func (m *monitor) finished() {
 	m.done = min(m.done+1, m.total)
-	m.set(job.StageInference, m.msaShare+(1-m.msaShare)*float64(m.done)/float64(m.total))
+	m.set(job.StageInference, prepShare+(1-prepShare)*float64(m.done)/float64(m.total))
 }
 
 // set moves to a stage and reports; progress never goes back.

@@ -4,20 +4,21 @@
 // built on Protenix's code and keeps its input JSON, output layout and confidence keys.
 // What the two share (the input JSON, the alignment files, reading the results and the
 // run's output) is written once here; a flavor holds what differs: the command, its
-// options, and how it finds the alignment server and its weights.
+// options, and how it finds its weights.
 //
 // A job is one run of the tool over one JSON file that lists every target, so the weights
 // load once per job and no error is lost (the tools remove an empty ERR/ folder after each
 // input file, and with it the errors of a later one). Every target is parsed into a
-// bio.Complex (bio.Complexes) and written as the tool's JSON entry; alignments sent
-// inline become the tool's own A3M files, alignments searched before come from a cache,
-// and the rest is searched by the tool on the operator's MSA server. Afterwards the engine
+// bio.Complex (bio.Complexes) and written as the tool's JSON entry, with every protein
+// chain's alignment files: those sent inline, those the alignment stage searched before
+// the run (engine.Run.Alignments), or the chain alone for single-sequence, so that the tool
+// never searches (alignments.go). Afterwards the engine
 // reads what the tool wrote, target by target, and not its exit status: both tools exit 0
 // after failing an input, and leave its error in ERR/<target>.txt. Samples are ranked by
 // the tool's ranking_score across all seeds; structures are converted to PDB where the
 // caller asked for it, as the tools write only mmCIF. The input rules the tools add to
 // the catalog's capabilities are CheckInput.
-// Imports: engine, engine/toolkit (and its msacache and pdbfile), job, bio.
+// Imports: align, bio, engine, engine/toolkit (and its pdbfile), job.
 package protenix
 
 import (
@@ -33,14 +34,9 @@ import (
 
 // Config is an engine's setup on one worker.
 type Config struct {
-	// MSAServerURL is the ColabFold-compatible MMseqs2 server the tool searches alignments
-	// on (MMSEQS_SERVICE_HOST_URL); default engine.DefaultMSAServer.
-	MSAServerURL string
 	// GPU runs the tool on the GPU: cuEquivariance kernels where fast asks for them, and
 	// OpenDDE's --device cuda. Without one the tool runs on the CPU with PyTorch kernels.
 	GPU bool
-	// MSACacheBytes bounds the alignment cache; default 2 GiB.
-	MSACacheBytes int64
 	// OpenDDERoot is OpenDDE's data folder, where opendde-abag's checkpoint lies
 	// (checkpoint/opendde_abag.pt); default as OpenDDE's own: $OPENDDE_ROOT_DIR, else
 	// opendde under $XDG_CACHE_HOME or ~/.cache.
@@ -66,12 +62,6 @@ func NewOpenDDE(cfg Config) *Engine { return newEngine(cfg, openDDEFlavor) }
 func NewOpenDDEAbAg(cfg Config) *Engine { return newEngine(cfg, openDDEAbAgFlavor) }
 
 func newEngine(cfg Config, f *flavor) *Engine {
-	if cfg.MSAServerURL == "" {
-		cfg.MSAServerURL = engine.DefaultMSAServer
-	}
-	if cfg.MSACacheBytes == 0 {
-		cfg.MSACacheBytes = 2 << 30
-	}
 	if cfg.OpenDDERoot == "" {
 		cfg.OpenDDERoot = defaultOpenDDERoot()
 	}

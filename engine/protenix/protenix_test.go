@@ -17,22 +17,23 @@ import (
 
 func TestRunOneProtein(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	out := h.mustRun(enginerun.PredictJob(t, `{"model": "protenix-v2", "sequence": "MKTAYIAKQRQISFVKSHFSRQ"}`))
+	const seq = "MKTAYIAKQRQISFVKSHFSRQ"
+	h := newHarness(t, fakeSearch(seq))
+	out := h.mustRun(enginerun.PredictJob(t, `{"model": "protenix-v2", "sequence": "`+seq+`"}`))
 
 	args := h.args()
 	for _, want := range []string{"--seeds 101", "--sample 1", "--model_name protenix-v2", "--dtype bf16", "--use_msa true",
-		"--trimul_kernel torch --triatt_kernel torch", "--need_atom_confidence true", "--msa_server_mode colabfold"} {
+		"--trimul_kernel torch --triatt_kernel torch", "--need_atom_confidence true"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("args %q lack %q", args, want)
 		}
 	}
-	for _, absent := range []string{"--cycle", "--step", "--device", "--load_checkpoint_path"} {
+	for _, absent := range []string{"--cycle", "--step", "--device", "--load_checkpoint_path", "--msa_server_mode"} {
 		if strings.Contains(args, absent) {
 			t.Errorf("args %q have %s", args, absent)
 		}
 	}
-	if got, want := h.Stages(), []string{job.StageMSA, job.StageInference}; !reflect.DeepEqual(got, want) {
+	if got, want := h.Stages(), []string{job.StageInference}; !reflect.DeepEqual(got, want) {
 		t.Errorf("stages %v, want %v", got, want)
 	}
 	reports := h.Reports()
@@ -60,13 +61,9 @@ func TestRunOneProtein(t *testing.T) {
 	if got := paths(out.Files); !reflect.DeepEqual(got, want) {
 		t.Errorf("files %v, want %v", got, want)
 	}
-	// The search went to the operator's server, which the stand-in writes into its hits.
-	searched, _ := filepath.Glob(filepath.Join(h.workDir, "out", "target_1", "msa", "*", "non_pairing.a3m"))
-	if len(searched) != 1 {
-		t.Fatalf("searched alignments %v", searched)
-	}
-	if b, _ := os.ReadFile(searched[0]); !strings.Contains(string(b), "searched on "+server) {
-		t.Errorf("the search did not go to %s:\n%s", server, b)
+	// The tool read the search's four distinct rows (the chain heads both blocks).
+	if !strings.Contains(h.Log.String(), "N_msa 4\n") {
+		t.Errorf("the tool did not read the searched alignment:\n%s", h.Log.String())
 	}
 }
 
@@ -95,7 +92,7 @@ func TestCommandLine(t *testing.T) {
 		{"protenix with the caller's seed", New(Config{}), `{"seed": 7}`, []string{"--seeds 7 "}, nil},
 		{"opendde fast on a GPU", NewOpenDDE(Config{GPU: true}), `{}`,
 			[]string{"--model_name opendde_v1", "--dtype bf16", "--trimul_kernel auto --triatt_kernel auto", "--device cuda", "--seeds 101 "},
-			[]string{"--msa_server_mode", "--load_checkpoint_path"}},
+			[]string{"--load_checkpoint_path"}},
 		{"opendde plain on the CPU", NewOpenDDE(Config{}), `{"fast": false}`,
 			[]string{"--dtype bf16", "--trimul_kernel torch --triatt_kernel torch", "--device cpu"}, nil},
 		{"opendde-abag", NewOpenDDEAbAg(Config{OpenDDERoot: root}), `{}`,
@@ -104,7 +101,7 @@ func TestCommandLine(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			h := newHarnessOf(t, tt.engine)
+			h := newHarnessOf(t, tt.engine, fakeSearch("MKTAYIAK"))
 			h.mustRun(enginerun.PredictJob(t, `{"model": "`+tt.engine.Models()[0]+`", "sequence": "MKTAYIAK", "params": `+tt.params+`}`))
 			args := h.args()
 			for _, w := range tt.want {
@@ -112,7 +109,8 @@ func TestCommandLine(t *testing.T) {
 					t.Errorf("args %q lack %q", args, w)
 				}
 			}
-			for _, w := range tt.without {
+			// No tool is ever sent to an alignment server.
+			for _, w := range append(tt.without, "--msa_server_mode") {
 				if strings.Contains(args, w) {
 					t.Errorf("args %q have %q", args, w)
 				}
@@ -157,7 +155,7 @@ func TestSamplesInRankOrder(t *testing.T) {
 
 func TestWritePAE(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
+	h := newHarness(t, fakeSearch("MKTAYIAK"))
 	out := h.mustRun(enginerun.PredictJob(t, `{"model": "protenix-v2", "sequence": "MKTAYIAK", "params": {"write_pae": true, "diffusion_samples": 2}}`))
 	i := slices.IndexFunc(out.Files, func(f engine.File) bool { return f.Path == "target_1_pae.npz" })
 	if i < 0 || out.Files[i].Type != job.ArtifactPAE || out.Files[i].Target != "target_1" {
@@ -240,9 +238,6 @@ func TestFailedTargets(t *testing.T) {
 			`{"name": "a", "content": ">A|protein|empty\nMKTAYIAK"}, {"name": "crash", "content": ">A|protein|empty\nMKTAYIAK"},
 			 {"name": "z", "content": ">A|protein|empty\nMKTAYIAK"}`,
 			map[string]string{"a": "", "crash": "protenix exited before it finished this target (exit code 1); the run log has its output", "z": "protenix exited before"}, ""},
-		{"the search of the input file fails",
-			`{"name": "msafail", "content": ">A|protein\nMKTAYIAK"}, {"name": "b", "content": ">A|protein\nMKTAYIAR"}`,
-			nil, "protenix predicted none of the 2 target(s): msafail: protenix could not run the job's input: msa search failed"},
 		{"every target fails",
 			`{"name": "fail1", "content": ">A|protein|empty\nMKTAYIAK"}, {"name": "oom2", "content": ">A|protein|empty\nMKTAYIAK"}`,
 			nil, "protenix predicted none of the 2 target(s): fail1: protenix failed on it: Could not parse"},
@@ -277,38 +272,6 @@ func TestFailedTargets(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestAlignmentCache(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t)
-	req := `{"model": "protenix-v2", "targets": [{"name": "dimer", "content": ">A|protein\nMKTAYIAK\n>B|protein\nGGSGGSLL\n"}]}`
-	h.mustRun(enginerun.PredictJob(t, req))
-	if !strings.Contains(h.Log.String(), "starting to update msa result") {
-		t.Fatalf("the first run searched nothing:\n%s", h.Log.String())
-	}
-	before := len(h.Log.String())
-	out := h.mustRun(enginerun.PredictJob(t, req))
-	second := h.Log.String()[before:]
-	if strings.Contains(second, "starting to update msa result") || !strings.Contains(second, "1 target(s) from the cache") {
-		t.Errorf("the second run searched again:\n%s", second)
-	}
-	if !out.Rows[0].MSA {
-		t.Errorf("row %+v: folded without its cached alignments", out.Rows[0])
-	}
-	for _, sq := range h.input()[0].Sequences {
-		p := sq.ProteinChain
-		if b, err := os.ReadFile(p.UnpairedMSAPath); err != nil || !strings.Contains(string(b), "searched on "+server) {
-			t.Errorf("chain %v reads %s: %v %s", p.ID, p.UnpairedMSAPath, err, b)
-		}
-	}
-	// Another server is another search.
-	other := newHarnessOf(t, New(Config{MSAServerURL: "https://other.example.org"}))
-	other.cacheDir = h.cacheDir
-	other.mustRun(enginerun.PredictJob(t, req))
-	if !strings.Contains(other.Log.String(), "starting to update msa result") {
-		t.Error("a search on another server came from the cache")
 	}
 }
 

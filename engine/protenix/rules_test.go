@@ -18,11 +18,10 @@ func TestCheckInput(t *testing.T) {
 		{"standard residues and X", ">A|protein\nMKTAYIAKXX\n", true, ""},
 		{"selenocysteine", ">A|protein\nMKTAUIAK\n", true, "chain A: residue 5 is U, which protenix-v2 does not read"},
 		{"an ambiguous residue", ">A|protein\nBKTAYIAK\n", false, "residue 1 is B"},
+		// Every chain comes with its own alignment files, so the tools search none of them.
 		{"an alignment sent beside one searched", "sequences:\n  - protein:\n      id: A\n      sequence: MKTAYIAK\n" + a3m +
-			"  - protein:\n      id: B\n      sequence: GGSGG\n", true,
-			"chain B would be aligned on the MSA server while chain A has the alignment you sent"},
-		{"msa: empty beside a chain searched", ">A|protein|empty\nMKTAYIAK\n>B|protein\nGGSGG\n", true,
-			"chain B would be aligned on the MSA server while chain A has msa: empty"},
+			"  - protein:\n      id: B\n      sequence: GGSGG\n", true, ""},
+		{"msa: empty beside a chain searched", ">A|protein|empty\nMKTAYIAK\n>B|protein\nGGSGG\n", true, ""},
 		{"both mixes without the server", "sequences:\n  - protein:\n      id: A\n      sequence: MKTAYIAK\n" + a3m +
 			"  - protein:\n      id: B\n      sequence: GGSGG\n      msa: empty\n  - protein:\n      id: C\n      sequence: GGSGG\n", false, ""},
 		{"every chain searched, with DNA", ">A|protein\nMKTAYIAK\n>B|protein\nGGSGG\n>D|dna\nGATC\n", true, ""},

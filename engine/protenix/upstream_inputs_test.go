@@ -10,7 +10,6 @@ import (
 
 	"github.com/chaperone-bio/chaperone/bio"
 	"github.com/chaperone-bio/chaperone/catalog"
-	"github.com/chaperone-bio/chaperone/engine/toolkit/msacache"
 	"github.com/chaperone-bio/chaperone/internal/realtools"
 	"github.com/chaperone-bio/chaperone/job"
 )
@@ -45,26 +44,9 @@ func TestUpstreamInputsAccepted(t *testing.T) {
 	for _, tool := range []string{"protenix", "opendde"} {
 		t.Run(tool, func(t *testing.T) {
 			input, targets := inputs[tool], targets[tool]
-			out := runPython(t, envs[tool], work,
-				[]string{"PROTENIX_ROOT_DIR=" + root, "OPENDDE_ROOT_DIR=" + root, "LAYERNORM_TYPE=torch",
-					// Nothing may be searched; a search would fail here at once.
-					"MMSEQS_SERVICE_HOST_URL=http://127.0.0.1:9"},
-				filepath.Join("testdata", "upstream", "loaders.py"), tool, input, filepath.Join(work, tool, "out"))
 			accepted := 0
 			seen := map[string]bool{}
-			for line := range strings.Lines(out) {
-				rest, ok := strings.CutPrefix(line, "RESULT ")
-				if !ok {
-					continue
-				}
-				var r struct {
-					Name, Error, Prepared string
-					Tokens, Atoms         int
-					MSARows               int `json:"msa_rows"`
-				}
-				if err := json.Unmarshal([]byte(rest), &r); err != nil {
-					t.Fatal(err)
-				}
+			for _, r := range featurise(t, envs[tool], tool, input, root) {
 				seen[r.Name] = true
 				if r.Prepared != input {
 					t.Errorf("%s searched alignments (its prepared input is %s)", tool, r.Prepared)
@@ -128,7 +110,7 @@ func writeCorpus(t *testing.T, e *Engine, path, files string) map[string]*target
 			t.Logf("%s: %s refuses it at submit: %v", in, model, err)
 			continue
 		}
-		tg, err := planTarget(complexes[0], false, e.flavor, server, &msacache.Cache{}, files)
+		tg, err := planTarget(complexes[0], false, nil, files)
 		if err != nil {
 			t.Fatalf("%s: %v", in, err)
 		}
@@ -146,6 +128,41 @@ func writeCorpus(t *testing.T, e *Engine, path, files string) map[string]*target
 		t.Fatal(err)
 	}
 	return targets
+}
+
+// featured is what a tool's own input steps made of one target (testdata/upstream/loaders.py).
+type featured struct {
+	Name, Error string
+	// Prepared is the input file after the tool's preprocessing: the input itself unless
+	// the tool searched alignments.
+	Prepared      string
+	Tokens, Atoms int
+	MSARows       int `json:"msa_rows"`
+	PairedRows    int `json:"paired_rows"`
+	// MSA is the featurised alignment by chain id: rows in one-letter code, paired first.
+	MSA map[string][]string
+}
+
+// featurise runs the tool's preprocessing, loader and featurizer on every target of the
+// input JSON at input, with the CCD files under root/common, and returns what each made.
+// Nothing may be searched: a search would fail at once on the unreachable server.
+func featurise(t *testing.T, env realtools.Env, tool, input, root string) []featured {
+	t.Helper()
+	work := filepath.Dir(input)
+	out := runPython(t, env, work,
+		[]string{"PROTENIX_ROOT_DIR=" + root, "OPENDDE_ROOT_DIR=" + root, "LAYERNORM_TYPE=torch", "MMSEQS_SERVICE_HOST_URL=http://127.0.0.1:9"},
+		filepath.Join("testdata", "upstream", "loaders.py"), tool, input, filepath.Join(work, "out"))
+	var results []featured
+	for line := range strings.Lines(out) {
+		if rest, ok := strings.CutPrefix(line, "RESULT "); ok {
+			var r featured
+			if err := json.Unmarshal([]byte(rest), &r); err != nil {
+				t.Fatal(err)
+			}
+			results = append(results, r)
+		}
+	}
+	return results
 }
 
 // runPython runs one of our scripts with a tool's interpreter in dir and returns its

@@ -1,46 +1,107 @@
 package protenix
 
 import (
-	"archive/tar"
-	"compress/gzip"
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"os"
-	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/chaperone-bio/chaperone/align"
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/internal/enginerun"
 	"github.com/chaperone-bio/chaperone/internal/realtools"
 )
 
-// updateMSA is Protenix's own alignment step of `protenix pred`
-// (runner/batch_inference.py, preprocess_input): it searches the input's protein chains in
-// colabfold mode and writes the input updated with the alignment files it found.
-const updateMSA = `
-import sys
-from runner.msa_search import update_infer_json
-print(update_infer_json(sys.argv[1], sys.argv[2], use_msa=True, mode="colabfold")[0])
-`
-
-// TestUpstreamColabfoldPairing runs Protenix's colabfold-mode search of a heteromer on a
-// ColabFold server stand-in, over the input and folders the engine prepared: every chain
-// must come out with the paired alignment the server sent for it. Protenix 2.0.0 writes
-// that file where it never looks (linkColabfoldPairing), so without the engine's link the
-// chains lose their pairing.
-func TestUpstreamColabfoldPairing(t *testing.T) {
-	env := realtools.Require(t, "protenix")
+// TestUpstreamSearchedAlignments writes, as a run of each engine does, the input JSON
+// and alignment files of targets whose chains the alignment stage searched (fakeSearch),
+// and featurises them with the pinned tool's own preprocessing, loader and MSA featurizer
+// (loaders.py), which must search nothing. The featurised alignment of each chain must be
+// what the search gave:
+//   - one distinct sequence (a monomer, a homodimer; a chain searched beside one whose
+//     alignment was sent): the chain's unpaired rows, all of them, in order, without
+//     repeats;
+//   - a heteromer: first the paired rows, row i of every chain being row i of its paired
+//     A3M (none dropped, none reordered, so rows of one organism stay side by side), then
+//     the unpaired rows, less those already among the paired ones (the tools' clean-up).
+func TestUpstreamSearchedAlignments(t *testing.T) {
+	envs := map[string]realtools.Env{}
+	for _, tool := range []string{"protenix", "opendde"} {
+		envs[tool] = realtools.Require(t, tool)
+	}
 	isolate(t)
-	srv := colabfoldServer(t)
-	e := New(Config{MSAServerURL: srv.URL})
+	const chainC = "MEEKLRRAVNW"
+	sent := ">query\n" + chainC + "\n>sent\nMEEKIRRAVNW\n" // chain C's alignment where it is sent
+	targets := []struct {
+		name, content string
+		chains        []string // the chains searched, as SearchChains gives them
+	}{
+		{"monomer", ">A|protein\n" + chainA + "\n", []string{chainA}},
+		{"homodimer", ">A|protein\n" + chainA + "\n>B|protein\n" + chainA + "\n", []string{chainA, chainA}},
+		{"heteromer", ">A|protein\n" + chainA + "\n>B|protein\n" + chainB + "\n", []string{chainA, chainB}},
+		{"a2b", ">H|protein\n" + chainB + "\n>K|protein\n" + chainB + "\n>P|protein\n" + chainC + "\n", []string{chainB, chainB, chainC}},
+		{"mixed", "sequences:\n  - protein:\n      id: A\n      sequence: " + chainA + "\n" +
+			"  - protein:\n      id: B\n      sequence: " + chainC + "\n      msa: |\n" + indent(sent, "        "), []string{chainA}},
+	}
+	var list []string
+	searches := map[string]align.Result{}
+	var alignments []align.Result
+	for _, tg := range targets {
+		list = append(list, fmt.Sprintf(`{"name": %q, "content": %s}`, tg.name, quote(tg.content)))
+		searches[tg.name] = fakeSearch(tg.chains...)
+		alignments = append(alignments, searches[tg.name])
+	}
 	work := t.TempDir()
-	j := enginerun.PredictJob(t, `{"model": "protenix-v2", "params": {"use_msa_server": true}, "input":
-		"sequences:\n  - protein: {id: A, sequence: MKTAYIAKQRQISFVKSHFSRQ}\n  - protein: {id: B, sequence: GSHMLEDPVDAFQ}\n"}`)
-	steps, err := e.plan(&engine.Run{Job: j, WorkDir: work, CacheDir: t.TempDir()}, work)
+	inputs := map[string]string{}
+	for tool, e := range map[string]*Engine{"protenix": New(Config{}), "opendde": NewOpenDDE(Config{})} {
+		inputs[tool] = writeRunInput(t, e, `{"model": "`+e.Models()[0]+`", "targets": [`+strings.Join(list, ", ")+`]}`,
+			alignments, filepath.Join(work, tool))
+	}
+	root := filepath.Join(work, "root")
+	runPython(t, envs["protenix"], work, nil, filepath.Join("testdata", "upstream", "ccd.py"), filepath.Join(root, "common"),
+		inputs["protenix"], inputs["opendde"])
+
+	for _, tool := range []string{"protenix", "opendde"} {
+		t.Run(tool, func(t *testing.T) {
+			results := featurise(t, envs[tool], tool, inputs[tool], root)
+			if len(results) != len(targets) {
+				t.Fatalf("%d targets featurised, want %d", len(results), len(targets))
+			}
+			for _, r := range results {
+				if r.Error != "" || r.Prepared != inputs[tool] {
+					t.Errorf("%s: error %s; prepared input %s (a search?)", r.Name, lastLines(r.Error, 3), r.Prepared)
+					continue
+				}
+				res := searches[r.Name]
+				pairing := len(distinctRows(r.MSA)) > 1
+				for id, rows := range r.MSA {
+					unpaired, paired, searched := res.Chain(strings.ReplaceAll(rows[0], "-", ""))
+					if !searched {
+						unpaired = sent
+					}
+					wantPaired, wantUnpaired := wantRows(unpaired, paired, pairing)
+					if got := rows[:min(r.PairedRows, len(rows))]; !slices.Equal(got, wantPaired) {
+						t.Errorf("%s: chain %s: paired rows\n%s\nwant\n%s", r.Name, id, strings.Join(got, "\n"), strings.Join(wantPaired, "\n"))
+					}
+					if got := withoutPadding(rows[min(r.PairedRows, len(rows)):]); !slices.Equal(got, wantUnpaired) {
+						t.Errorf("%s: chain %s: unpaired rows\n%s\nwant\n%s", r.Name, id, strings.Join(got, "\n"), strings.Join(wantUnpaired, "\n"))
+					}
+				}
+			}
+			if !t.Failed() {
+				t.Logf("%s %s: %d targets featurised as searched", tool, envs[tool].Pin.Version, len(results))
+			}
+		})
+	}
+}
+
+// writeRunInput writes, under work, the input JSON and alignment files of a run of e on
+// the job of req with the alignments the alignment stage searched, and returns the
+// input's path.
+func writeRunInput(t *testing.T, e *Engine, req string, alignments []align.Result, work string) string {
+	t.Helper()
+	j := enginerun.PredictJob(t, req)
+	steps, err := e.plan(&engine.Run{Job: j, WorkDir: work, Alignments: alignments, Log: &strings.Builder{}}, work)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,92 +109,78 @@ func TestUpstreamColabfoldPairing(t *testing.T) {
 	if err := p.WriteInputs(); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(env.Python(), "-c", updateMSA, p.inputPath(), p.out)
-	cmd.Env = append(os.Environ(), "MMSEQS_SERVICE_HOST_URL="+srv.URL, "LAYERNORM_TYPE=torch")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("protenix's alignment step: %v\n%s", err, out)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	var updated []inputJob
-	b, err := os.ReadFile(lines[len(lines)-1])
-	if err == nil {
-		err = json.Unmarshal(b, &updated)
-	}
-	if err != nil || len(updated) != 1 {
-		t.Fatalf("the updated input: %v (%d targets)\n%s", err, len(updated), out)
-	}
-	chains := 0
-	for _, sq := range updated[0].Sequences {
-		c := sq.ProteinChain
-		if c == nil {
-			continue
-		}
-		chains++
-		if c.PairedMSAPath == "" {
-			t.Errorf("chain %v: no paired alignment in Protenix's updated input", c.ID)
-			continue
-		}
-		paired, err := os.ReadFile(c.PairedMSAPath)
-		if err != nil || !strings.Contains(string(paired), "\n"+c.Sequence+"\n>UniRef100_PAIRED") {
-			t.Errorf("chain %v: paired alignment %s is not the server's for its sequence (%v):\n%s", c.ID, c.PairedMSAPath, err, paired)
-		}
-		if unpaired, err := os.ReadFile(c.UnpairedMSAPath); err != nil || !strings.Contains(string(unpaired), "UniRef100_UNPAIRED") {
-			t.Errorf("chain %v: unpaired alignment %s (%v):\n%s", c.ID, c.UnpairedMSAPath, err, unpaired)
-		}
-	}
-	if chains != 2 {
-		t.Fatalf("%d protein chains in the updated input, want 2", chains)
-	}
+	return p.inputPath()
 }
 
-// colabfoldServer is a stand-in of a ColabFold MMseqs2 server as Protenix's colabfold mode
-// talks to it (protenix/web_service/colab_request_utils.py): every ticket is complete at
-// once; an unpaired search returns one UniRef and one environmental hit per query, a paired
-// one a chunk per query with one hit of a shared species. Hits are the query itself, under
-// the query's own name as the server keeps it.
-func colabfoldServer(t *testing.T) *httptest.Server {
-	var mu sync.Mutex
-	tickets := map[string][2]string{} // id: endpoint, query FASTA
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case r.Method == http.MethodPost && (r.URL.Path == "/ticket/msa" || r.URL.Path == "/ticket/pair"):
-			mu.Lock()
-			id := fmt.Sprint(len(tickets) + 1)
-			tickets[id] = [2]string{r.URL.Path, r.FormValue("q")}
-			mu.Unlock()
-			fmt.Fprintf(w, `{"id": %q, "status": "COMPLETE"}`, id)
-		case strings.HasPrefix(r.URL.Path, "/result/download/"):
-			mu.Lock()
-			tk, ok := tickets[strings.TrimPrefix(r.URL.Path, "/result/download/")]
-			mu.Unlock()
-			if !ok {
-				http.NotFound(w, r)
-				return
-			}
-			files := map[string]string{}
-			for _, entry := range strings.Split(strings.TrimSpace(tk[1]), ">")[1:] {
-				name, seq, _ := strings.Cut(strings.TrimSpace(entry), "\n")
-				seq = strings.TrimSpace(seq)
-				if tk[0] == "/ticket/pair" {
-					files["pair.a3m"] += fmt.Sprintf(">%s\n%s\n>UniRef100_PAIRED\t9606\n%s\n\x00", name, seq, seq)
-					continue
-				}
-				files["uniref.a3m"] += fmt.Sprintf(">%s\n%s\n>UniRef100_UNPAIRED\n%s\n\x00", name, seq, seq)
-				files["bfd.mgnify30.metaeuk30.smag30.a3m"] += fmt.Sprintf(">%s\n%s\n>MGYP_ENV\n%s\n\x00", name, seq, seq)
-			}
-			gz := gzip.NewWriter(w)
-			tw := tar.NewWriter(gz)
-			for name, text := range files {
-				tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(text))})
-				tw.Write([]byte(text))
-			}
-			tw.Close()
-			gz.Close()
-		default:
-			http.NotFound(w, r)
+// wantRows is the featurised alignment of a chain, as the tools lay it out
+// (msa_featurizer.py, FeatureAssemblyLine.assemble): the paired block, which is the
+// chain's paired rows or, where it has none, the chain alone; then the unpaired block,
+// its unpaired rows without repeats, less those among its paired rows when the target has
+// two or more distinct protein sequences (MSAPairingEngine.cleanup_unpaired_features).
+// The tools also add the paired rows to the unpaired ones (msa_pair_as_unpair, on by
+// default), which that clean-up takes out again.
+func wantRows(unpairedA3M, pairedA3M string, pairing bool) (paired, unpaired []string) {
+	all := a3mRows(unpairedA3M)
+	paired = a3mRows(pairedA3M)
+	if len(paired) == 0 {
+		paired = all[:1]
+	}
+	for _, row := range all {
+		if !slices.Contains(unpaired, row) && !(pairing && slices.Contains(paired, row)) {
+			unpaired = append(unpaired, row)
 		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+	}
+	return paired, unpaired
+}
+
+// distinctRows is the distinct first rows (the chains themselves) of a featurised
+// alignment by chain.
+func distinctRows(msa map[string][]string) []string {
+	var firsts []string
+	for _, rows := range msa {
+		if !slices.Contains(firsts, rows[0]) {
+			firsts = append(firsts, rows[0])
+		}
+	}
+	return firsts
+}
+
+// withoutPadding is a chain's unpaired rows less the gap rows that pad them to the
+// deepest chain's.
+func withoutPadding(rows []string) []string {
+	end := len(rows)
+	for end > 0 && strings.Trim(rows[end-1], "-") == "" {
+		end--
+	}
+	return rows[:end]
+}
+
+// indent puts prefix before every line of text, for a YAML block.
+func indent(text, prefix string) string {
+	var b strings.Builder
+	for line := range strings.Lines(text) {
+		b.WriteString(prefix + line)
+	}
+	return b.String()
+}
+
+// a3mRows is an A3M's rows as aligned to its first: without the lower-case letters of
+// insertions.
+func a3mRows(a3m string) []string {
+	var rows []string
+	for line := range strings.Lines(a3m) {
+		line = strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(line, ">"):
+			rows = append(rows, "")
+		case len(rows) > 0:
+			rows[len(rows)-1] += strings.Map(func(r rune) rune {
+				if r >= 'a' && r <= 'z' {
+					return -1
+				}
+				return r
+			}, line)
+		}
+	}
+	return rows
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chaperone-bio/chaperone/align"
 	"github.com/chaperone-bio/chaperone/doctor"
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/internal/enginerun"
@@ -193,7 +194,8 @@ func TestUpstreamOpenDDEKernels(t *testing.T) {
 	isolate(t)
 	work := t.TempDir()
 	j := enginerun.PredictJob(t, `{"model": "opendde", "sequence": "MKTAYIAK", "params": {"fast": true}}`)
-	steps, err := NewOpenDDE(Config{GPU: true}).plan(&engine.Run{Job: j, WorkDir: work, CacheDir: t.TempDir(), Log: io.Discard}, work)
+	steps, err := NewOpenDDE(Config{GPU: true}).plan(&engine.Run{Job: j, WorkDir: work, Log: io.Discard,
+		Alignments: []align.Result{fakeSearch("MKTAYIAK")}}, work)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,9 @@
 // runner/batch_inference.py, runner/msa_search.py, runner/inference.py and
 // runner/dumper.py of bytedance/Protenix and aurekaresearch/OpenDDE: the click options of
 // `pred` with their types and choices, click's errors, the log lines that matter to a
-// caller, the input JSON checks of json_to_feature.py and json_parser.py, the alignment
-// search and its updated input, ERR/ and the output layout, file names and JSON keys.
+// caller, the input JSON checks of json_to_feature.py and json_parser.py, the check of
+// alignment files that precedes a search (which it refuses) and the reading of them
+// (msa.go), ERR/ and the output layout, file names and JSON keys.
 // Its numbers are made up, deterministically from each target's name, seed and sample.
 package main
 
@@ -24,9 +25,6 @@ import (
 
 	"github.com/chaperone-bio/chaperone/internal/standin"
 )
-
-// The public server Protenix's own MSA mode insists on (colab_request_utils.py).
-const protenixServer = "https://protenix-server.com/api/msa"
 
 func main() { os.Exit(run(os.Args[1:])) }
 
@@ -370,8 +368,11 @@ type task struct {
 	Sequences []entity `json:"sequences"`
 }
 
-// preprocess searches the alignments a task lacks, as update_infer_json does, and
-// returns the input the inference reads.
+// preprocess checks the alignment files of each task as update_infer_json does
+// (runner/msa_search.py, need_msa_search): a task with a protein entity that names neither
+// pairedMsaPath nor unpairedMsaPath, or names one that is missing, would be searched on a
+// server with --use_msa. The stand-in refuses that search, failing the input file: an
+// engine must hand the tool every alignment. It returns the input the inference reads.
 func (r *runner) preprocess(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -381,17 +382,14 @@ func (r *runner) preprocess(path string) (string, error) {
 	if err := json.Unmarshal(b, &tasks); err != nil {
 		return "", fmt.Errorf("%v", err)
 	}
-	updated := false
 	for i, t := range tasks {
 		seqs, _ := t["sequences"].([]any)
-		var need bool
-		var protein []string
+		need := false
 		for _, s := range seqs {
 			pc, ok := s.(map[string]any)["proteinChain"].(map[string]any)
 			if !ok {
 				continue
 			}
-			protein = append(protein, fmt.Sprint(pc["sequence"]))
 			paired, hasP := pc["pairedMsaPath"].(string)
 			unpaired, hasU := pc["unpairedMsaPath"].(string)
 			if !hasP && !hasU {
@@ -406,71 +404,12 @@ func (r *runner) preprocess(path string) (string, error) {
 				}
 			}
 		}
-		if !need || !r.flag("--use_msa") || len(protein) == 0 {
-			continue
-		}
-		updated = true
-		name, _ := t["name"].(string)
-		logf("INFO", "msa_search.py:212 update_infer_json", "starting to update msa result for task %d in %s", i, path)
-		host := os.Getenv("MMSEQS_SERVICE_HOST_URL")
-		if r.tool.name == "protenix" && host == "" {
-			host = protenixServer
-		} else if host == "" {
-			host = "https://api.colabfold.com"
-		}
-		if r.tool.name == "protenix" && r.opts["--msa_server_mode"] != "colabfold" && host != protenixServer {
-			fmt.Printf("MMSEQS2 failed with the following error message:\n%s", traceback("run_mmseqs2_service", "AssertionError"))
-			return "", fmt.Errorf("msa search failed")
-		}
-		if strings.HasPrefix(name, "msafail") {
-			fmt.Printf("MMSEQS2 failed with the following error message:\n%s", traceback("run_mmseqs2_service",
-				"Exception: MMseqs2 API is giving errors. Please confirm your input is a valid protein sequence."))
-			return "", fmt.Errorf("msa search failed")
-		}
-		sort.Strings(protein)
-		dirs := map[string]string{}
-		for k, seq := range protein {
-			fmt.Printf("Searching MSA for query_%d with the sequence itself.\n", k)
-			dir := filepath.Join(r.out, name, "msa", strconv.Itoa(k))
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return "", err
-			}
-			rows := ">query\n" + seq + "\n"
-			for h := 1; h <= 3; h++ {
-				rows += fmt.Sprintf(">hit%d searched on %s\n%s\n", h, host, mutate(seq, h))
-			}
-			if err := os.WriteFile(filepath.Join(dir, "non_pairing.a3m"), []byte(rows), 0o644); err != nil {
-				return "", err
-			}
-			if len(protein) > 1 {
-				pairs := ">query\n" + seq + "\n>UniRef100_A0A0_9606/\n" + mutate(seq, 4) + "\n"
-				if err := os.WriteFile(filepath.Join(dir, "pairing.a3m"), []byte(pairs), 0o644); err != nil {
-					return "", err
-				}
-			}
-			dirs[seq] = dir
-		}
-		for _, s := range seqs {
-			if pc, ok := s.(map[string]any)["proteinChain"].(map[string]any); ok {
-				dir := dirs[fmt.Sprint(pc["sequence"])]
-				for key, file := range map[string]string{"pairedMsaPath": "pairing.a3m", "unpairedMsaPath": "non_pairing.a3m"} {
-					if _, err := os.Stat(filepath.Join(dir, file)); err == nil {
-						pc[key] = filepath.Join(dir, file)
-					}
-				}
-			}
+		if need && r.flag("--use_msa") {
+			logf("INFO", "msa_search.py:212 update_infer_json", "starting to update msa result for task %d in %s", i, path)
+			return "", fmt.Errorf("the %s stand-in refuses to search alignments: task %v has a protein chain without its alignment files", r.tool.name, t["name"])
 		}
 	}
-	if !updated {
-		return path, nil
-	}
-	out := filepath.Join(filepath.Dir(path), strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))+"-update-msa.json")
-	b, _ = json.MarshalIndent(tasks, "", "    ")
-	if err := os.WriteFile(out, b, 0o644); err != nil {
-		return "", err
-	}
-	logf("INFO", "msa_search.py:230 update_infer_json", "update msa result success and save to %s", out)
-	return out, nil
+	return path, nil
 }
 
 // chain is one chain of a featurised task.
@@ -479,6 +418,7 @@ type chain struct {
 	polymer  bool
 	residues int
 	resNames []string
+	msa      *alignment // a protein's alignment with --use_msa, else nil
 }
 
 // infer runs infer_predict over one input file.
@@ -515,7 +455,7 @@ func (r *runner) infer(path string, seeds []int) error {
 			}
 			t0 := time.Now()
 			logf("INFO", "inference.py:478 infer_predict", "[Rank 0 (%d/%d)] %s [seed:%d]: N_asym %d, N_token %d, N_atom %d, N_msa %d",
-				i+1, len(tasks), t.Name, seed, len(chains), tokens, tokens*8, 1)
+				i+1, len(tasks), t.Name, seed, len(chains), tokens, tokens*8, msaRows(chains))
 			switch {
 			case strings.HasPrefix(t.Name, "crash"):
 				fmt.Fprint(os.Stderr, traceback("predict", "RuntimeError: CUDA error: an illegal memory access was encountered"))
@@ -628,22 +568,14 @@ func (r *runner) featurize(t task) ([]chain, error) {
 					}
 					names[int(pos)-1] = code[4:]
 				}
-				if typ == "proteinChain" {
-					for _, k := range []string{"pairedMsaPath", "unpairedMsaPath"} {
-						p, ok := body[k].(string)
-						if !ok || !r.flag("--use_msa") {
-							continue
-						}
-						a3m, err := os.ReadFile(p)
-						if err != nil {
-							return nil, fmt.Errorf("[Errno 2] No such file or directory: '%s'", p)
-						}
-						if !strings.HasPrefix(string(a3m), ">") {
-							return nil, fmt.Errorf("%s is not an a3m file", p)
-						}
-					}
-				}
 				c = chain{polymer: true, residues: len(seq), resNames: names}
+				if typ == "proteinChain" && r.flag("--use_msa") {
+					a, err := readAlignment(body, seq)
+					if err != nil {
+						return nil, err
+					}
+					c.msa = a
+				}
 			case "ligand":
 				lig, _ := body["ligand"].(string)
 				switch {
@@ -863,15 +795,6 @@ func mmcif(name string, chains []chain, plddt float64) string {
 	}
 	b.WriteString("#\n")
 	return b.String()
-}
-
-// mutate makes a homolog of seq for a made-up alignment; k = 0 is seq itself.
-func mutate(seq string, k int) string {
-	b := []byte(seq)
-	for i := k % 3; i < len(b); i += 3 + k {
-		b[i] = "ACDEFGHIKLMNPQRSTVWY"[(i*7+k)%20]
-	}
-	return string(b)
 }
 
 // random gives deterministic numbers in [0, 1) for a name.
