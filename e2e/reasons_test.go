@@ -54,7 +54,7 @@ func TestCatalogSaysWhyAModelIsUnavailable(t *testing.T) {
 	var log lockedBuffer
 	noTools := startServer(t, func(c *app.Config) {
 		c.Logger = slog.New(slog.NewTextHandler(&log, nil))
-		c.Engines = builtin.Engines(builtin.Config{MSAServer: testMSAServer})
+		c.Engines = builtin.Engines(builtin.Config{})
 		c.Tools = engine.Tools{}
 		for _, name := range []string{"boltz", "run_openfold", "protenix", "opendde", "boltzgen", "rfd3", "esm", "transformers"} {
 			c.Tools[name] = missing

@@ -66,7 +66,7 @@ func newExecutor(t *testing.T, s *server, id string, extra ...string) *executor 
 	e := &executor{t: t, dir: t.TempDir()}
 	e.args = append([]string{"worker", "--server", s.URL, "--token", token, "--id", id, "--data", t.TempDir(),
 		"--slurm", "--slurm-dir", e.dir, "--slurm-poll", "1s", "--slurm-models", "boltz2", "--tool", "boltz=" + boltzStandIn(t),
-		"--msa-server", testMSAServer, "--drain-timeout", "1s", "--log-level", "debug"}, extra...)
+		"--drain-timeout", "1s", "--log-level", "debug"}, extra...)
 	t.Cleanup(func() {
 		if e.cmd == nil {
 			return

@@ -36,7 +36,7 @@ func startWorkerProc(t *testing.T, url, token, id string) *workerProc {
 	t.Helper()
 	w := &workerProc{out: &syncBuffer{}, exited: make(chan struct{})}
 	w.cmd = exec.Command(chaperoneBinary(t), "worker", "--server", url, "--token", token, "--id", id,
-		"--data", t.TempDir(), "--slots", "1", "--msa-server", testMSAServer)
+		"--data", t.TempDir(), "--slots", "1")
 	w.cmd.Stdout, w.cmd.Stderr = w.out, w.out
 	if err := w.cmd.Start(); err != nil {
 		t.Fatal(err)

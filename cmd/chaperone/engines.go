@@ -12,8 +12,8 @@ import (
 
 // builtinEngines are the engines of real upstream tools that this build offers, set up
 // for this machine: its GPUs, and the operator's alignment server.
-func builtinEngines(msaServer string) []engine.Engine {
-	return builtin.Engines(builtin.Config{MSAServer: msaServer, GPU: len(app.GPUs()) > 0})
+func builtinEngines() []engine.Engine {
+	return builtin.Engines(builtin.Config{GPU: len(app.GPUs()) > 0})
 }
 
 // msaServerURL checks the --msa-server setting and returns it without a trailing slash,

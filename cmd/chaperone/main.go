@@ -192,7 +192,7 @@ func serve(inv *invocation, args []string) error {
 		ForwardedHeader:  *forwardedHeader,
 		Slots:            *slots,
 		NoWorker:         *noWorker,
-		Engines:          builtinEngines(searcher.Source().Server),
+		Engines:          builtinEngines(),
 		Tools:            tools,
 		Searcher:         searcher,
 		AlignCache:       alignment.cacheLimits(),

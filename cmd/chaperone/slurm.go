@@ -21,11 +21,11 @@ import (
 
 // slurmConfig is what chaperone worker --slurm is told.
 type slurmConfig struct {
-	id, dir, binary, models, msaServer string
-	slots                              int
-	poll                               time.Duration
-	tools                              engine.Tools
-	submit                             slurm.Submit
+	id, dir, binary, models string
+	slots                   int
+	poll                    time.Duration
+	tools                   engine.Tools
+	submit                  slurm.Submit
 }
 
 // runSlurmExecutor runs the worker as a Slurm executor until SIGTERM, then drains it.
@@ -46,13 +46,13 @@ func runSlurmExecutor(sc slurmConfig, queue worker.Queue, reach func(context.Con
 	// Without a list, a probe on a compute node narrows every model down to those it can run.
 	probe := len(models) == 0
 	if probe {
-		for _, e := range builtinEngines(sc.msaServer) {
+		for _, e := range builtinEngines() {
 			models = append(models, e.Models()...)
 		}
 	}
 	runtime, stall := app.Caps(catalog.Limits{})
 	e := slurm.New(slurm.Config{WorkerID: sc.id, Slots: sc.slots, Dir: dir, Models: models, Queue: queue,
-		Submit: sc.submit, Binary: sc.binary, Tools: sc.tools, MSAServer: sc.msaServer, Runtime: runtime,
+		Submit: sc.submit, Binary: sc.binary, Tools: sc.tools, Runtime: runtime,
 		Stall: stall, Poll: sc.poll, Probe: probe, Logger: logger})
 
 	return runUntilSignaled(e, reach, logger, drainTimeout, "chaperone Slurm executor running", "id", sc.id, "dir", dir, "models", models)

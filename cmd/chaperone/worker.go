@@ -15,7 +15,6 @@ import (
 
 	"github.com/chaperone-bio/chaperone/app"
 	"github.com/chaperone-bio/chaperone/catalog"
-	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/job"
 	"github.com/chaperone-bio/chaperone/worker/remote"
 	"github.com/chaperone-bio/chaperone/worker/slurm"
@@ -34,7 +33,6 @@ func runWorker(inv *invocation, args []string) error {
 	data := fs.String("data", env("CHAPERONE_DATA", app.DefaultDataDir), "folder of work and cache folders (CHAPERONE_DATA)")
 	slots := fs.Int("slots", envInt("CHAPERONE_SLOTS", 0), "jobs run at once; 0 = one per GPU found, else 1 (CHAPERONE_SLOTS)")
 	logLevel := fs.String("log-level", env("CHAPERONE_LOG_LEVEL", "info"), "debug, info, warn or error (CHAPERONE_LOG_LEVEL)")
-	msaServer := fs.String("msa-server", env("CHAPERONE_MSA_SERVER", engine.DefaultMSAServer), "ColabFold-compatible MMseqs2 server for use_msa_server (CHAPERONE_MSA_SERVER)")
 	tools := toolsFlag(fs)
 	drainTimeout := drainFlag(fs)
 	useSlurm := fs.Bool("slurm", false, "hand each job to Slurm (sbatch) instead of running it here: for a login node in front of a Slurm cluster")
@@ -83,10 +81,6 @@ func runWorker(inv *invocation, args []string) error {
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return usageError{fmt.Errorf("--log-level: %w", err)}
 	}
-	msaURL, err := msaServerURL(*msaServer)
-	if err != nil {
-		return usageError{err}
-	}
 	queue, err := remote.NewClient(*server, *token)
 	if err != nil {
 		return usageError{err}
@@ -94,12 +88,12 @@ func runWorker(inv *invocation, args []string) error {
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 	reach := func(ctx context.Context) error { return reachServer(ctx, queue, *server, logger) }
 	if *useSlurm {
-		sc.id, sc.slots, sc.msaServer, sc.tools = *id, *slots, msaURL, tools
+		sc.id, sc.slots, sc.tools = *id, *slots, tools
 		return runSlurmExecutor(sc, queue, reach, logger, *drainTimeout)
 	}
 
 	w, err := app.NewWorker(app.WorkerConfig{ID: *id, Slots: *slots, DataDir: *data,
-		Engines: builtinEngines(msaURL), Tools: tools, Queue: queue, Logger: logger})
+		Engines: builtinEngines(), Tools: tools, Queue: queue, Logger: logger})
 	if err != nil {
 		return err
 	}

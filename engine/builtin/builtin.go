@@ -16,9 +16,6 @@ import (
 
 // Config is what the engines need to know of the machine and its operator.
 type Config struct {
-	// MSAServer is the ColabFold-compatible MMseqs2 server that use_msa_server sends
-	// protein sequences to, without a trailing slash.
-	MSAServer string
 	// GPU says whether the machine has a GPU, which decides the tools' kernel flags.
 	GPU bool
 }

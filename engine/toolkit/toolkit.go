@@ -12,6 +12,6 @@
 //   - Target, Artifact and Predictions: each target's typed row and files, gathered into
 //     the run's output with the job failing only when every target failed.
 //
-// NumPy's npy and npz files are in toolkit/npy, the alignment cache in toolkit/msacache.
+// NumPy's npy and npz files are in toolkit/npy.
 // It imports engine and job; engines import it, never the catalog.
 package toolkit

@@ -19,7 +19,7 @@ import (
 // writes to the folder. It returns once the job ended. Ending ctx (Slurm's SIGTERM at a
 // cancel or the time limit) stops the job as a lost lease, within a heartbeat: its
 // processes end, and the executor, not the batch job, says what became of it.
-func RunBatch(ctx context.Context, dir string, engines func(msaServer string) []engine.Engine, logger *slog.Logger) error {
+func RunBatch(ctx context.Context, dir string, engines func() []engine.Engine, logger *slog.Logger) error {
 	var l worker.Lease
 	if err := readJSON(filepath.Join(dir, fileLease), &l); err != nil {
 		return fmt.Errorf("slurm-job: reading the lease: %w", err)
@@ -28,7 +28,7 @@ func RunBatch(ctx context.Context, dir string, engines func(msaServer string) []
 	if err := readJSON(filepath.Join(dir, fileRun), &spec); err != nil {
 		return fmt.Errorf("slurm-job: reading the run spec: %w", err)
 	}
-	reg, err := engine.NewRegistry(engines(spec.MSAServer)...)
+	reg, err := engine.NewRegistry(engines()...)
 	if err != nil {
 		return err
 	}

@@ -43,12 +43,10 @@ type Config struct {
 	Submit Submit
 	// Binary is the chaperone binary the batch jobs run, as the compute nodes see it.
 	Binary string
-	// Tools, MSAServer, Runtime and Stall go to the batch jobs, whose workers run with
-	// them.
-	Tools     engine.Tools
-	MSAServer string
-	Runtime   map[job.Kind]time.Duration
-	Stall     time.Duration
+	// Tools, Runtime and Stall go to the batch jobs, whose workers run with them.
+	Tools   engine.Tools
+	Runtime map[job.Kind]time.Duration
+	Stall   time.Duration
 	// LeaseWait is how long one lease request waits for work at the server.
 	LeaseWait time.Duration
 	// Poll is how often squeue is asked about the batch jobs held. Their leases, logs and
@@ -340,7 +338,7 @@ func (e *Executor) prepare(t *tracked) error {
 	if err := os.MkdirAll(t.dir, 0o755); err != nil {
 		return err
 	}
-	spec := RunSpec{WorkerID: e.cfg.WorkerID, Tools: e.cfg.Tools, MSAServer: e.cfg.MSAServer,
+	spec := RunSpec{WorkerID: e.cfg.WorkerID, Tools: e.cfg.Tools,
 		Runtime: e.cfg.Runtime[t.lease.Kind], Stall: e.cfg.Stall, Timing: e.leaseTiming()}
 	if err := writeJSON(filepath.Join(t.dir, fileLease), t.lease); err != nil {
 		return err

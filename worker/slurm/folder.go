@@ -37,9 +37,8 @@ const (
 // RunSpec is what a batch job needs besides its lease to run it as the executor's worker
 // would.
 type RunSpec struct {
-	WorkerID  string       `json:"worker_id"`
-	Tools     engine.Tools `json:"tools,omitempty"`
-	MSAServer string       `json:"msa_server"`
+	WorkerID string       `json:"worker_id"`
+	Tools    engine.Tools `json:"tools,omitempty"`
 	// Runtime and Stall are the job's caps (zero: none).
 	Runtime time.Duration `json:"runtime_ns"`
 	Stall   time.Duration `json:"stall_ns"`

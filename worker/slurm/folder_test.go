@@ -36,7 +36,7 @@ func jobFolder(t *testing.T, name string, ttl time.Duration) (*Executor, *tracke
 // to limit, as if Slurm sent SIGTERM then.
 func runBatch(t *testing.T, dir string, limit time.Duration) {
 	t.Helper()
-	engines := func(string) []engine.Engine { return []engine.Engine{enginetest.New("boltz2")} }
+	engines := func() []engine.Engine { return []engine.Engine{enginetest.New("boltz2")} }
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	if err := RunBatch(ctx, dir, engines, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {

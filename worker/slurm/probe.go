@@ -89,8 +89,7 @@ func (e *Executor) runProbe(ctx context.Context, dir, name string) (*doctor.Repo
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	args := []string{shellQuote(e.cfg.Binary), "doctor", "--json", "--data", shellQuote(dir),
-		"--msa-server", shellQuote(e.cfg.MSAServer)}
+	args := []string{shellQuote(e.cfg.Binary), "doctor", "--json", "--data", shellQuote(dir)}
 	for _, k := range slices.Sorted(maps.Keys(e.cfg.Tools)) {
 		args = append(args, "--tool", shellQuote(k+"="+e.cfg.Tools[k]))
 	}
