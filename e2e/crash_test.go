@@ -12,10 +12,12 @@ import (
 	"os/exec"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/chaperone-bio/chaperone/align/aligntest"
 	"github.com/chaperone-bio/chaperone/app"
 	"github.com/chaperone-bio/chaperone/catalog"
 	"github.com/chaperone-bio/chaperone/engine"
@@ -25,6 +27,13 @@ import (
 // childDataEnv, when set, makes the test binary a chaperone server on that data folder
 // instead of running tests, so a test can kill a real server process with SIGKILL.
 const childDataEnv = "CHAPERONE_E2E_CHILD_DATA"
+
+// childMSAEnv gives a server process the stand-in ColabFold server it searches on: one
+// of the test process (childColabFold), the same across the restarts of every test, so
+// that alignments searched before a kill are found after it.
+const childMSAEnv = "CHAPERONE_E2E_CHILD_MSA"
+
+var childColabFold = sync.OnceValue(func() *aligntest.ColabFold { return aligntest.NewColabFold(0) })
 
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(childDataEnv); dir != "" {
@@ -77,19 +86,20 @@ func serveChild(dir string) {
 	}
 	defer stores.Close()
 	a, err := app.Start(ctx, app.Config{
-		Store:     stores.Jobs,
-		Artifacts: stores.Artifacts,
-		Addr:      "127.0.0.1:0",
-		DataDir:   dir,
-		Version:   "child",
-		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Limits:    limits,
-		Engines:   []engine.Engine{enginetest.New(testModels...)},
-		Slots:     1,
-		WorkerID:  "crash-worker",
-		Heartbeat: 100 * time.Millisecond,
-		ReapEvery: 200 * time.Millisecond,
-		LeaseTTL:  2 * time.Second,
+		MSAServerURL: os.Getenv(childMSAEnv),
+		Store:        stores.Jobs,
+		Artifacts:    stores.Artifacts,
+		Addr:         "127.0.0.1:0",
+		DataDir:      dir,
+		Version:      "child",
+		Logger:       slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Limits:       limits,
+		Engines:      []engine.Engine{enginetest.New(testModels...)},
+		Slots:        1,
+		WorkerID:     "crash-worker",
+		Heartbeat:    100 * time.Millisecond,
+		ReapEvery:    200 * time.Millisecond,
+		LeaseTTL:     2 * time.Second,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -109,7 +119,7 @@ type child struct {
 func startChild(t *testing.T, dir string) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childDataEnv+"="+dir)
+	cmd.Env = append(os.Environ(), childDataEnv+"="+dir, childMSAEnv+"="+childColabFold().URL)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

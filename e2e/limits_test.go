@@ -182,7 +182,11 @@ func TestBusySlotsShowTheMomentAJobRuns(t *testing.T) {
 	s.waitStatus(hang, "running")
 	slots := metrics()
 	mustf(t, slots["busy"] == 1 && slots["idle"] == 0, "worker slots %v while its one slot runs a job, want 1 busy, 0 idle", slots)
-	waiting := s.get("/v1/jobs/" + s.predict("ok")).expect(http.StatusOK).json()
+	// Once its alignments are searched, it waits for the slot.
+	waiting := s.waitFor(s.predict("ok"), 10*time.Second, func(j map[string]any) bool {
+		q, _ := j["queue"].(map[string]any)
+		return q == nil || q["reason"] != "aligning"
+	})
 	q, _ := waiting["queue"].(map[string]any)
 	mustf(t, waiting["status"] == "queued" && waiting["waiting_for_device"] == true && q != nil &&
 		q["reason"] == "busy" && q["chips_busy"] == 1.0 && q["chips_online"] == 1.0,

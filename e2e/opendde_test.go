@@ -113,9 +113,9 @@ func TestOpenDDETargetsWithFailures(t *testing.T) {
 	mustf(t, strings.HasPrefix(rows["fail-me"]["error"].(string), "opendde failed on it: Could not parse ligand SMILES"), "row %v", rows["fail-me"])
 
 	all := s.create("/v1/predictions", map[string]any{"model": "opendde", "targets": []map[string]any{
-		{"name": "msafail-a", "content": ">A|protein\nMKTAYIAK\n"}, {"name": "b", "content": ">A|protein\nMKTAYIAR\n"}}})
+		{"name": "fail-me", "content": ">A|protein\nMKTAYIAK\n"}, {"name": "oom-big", "content": ">A|protein\nMKTAYIAR\n"}}})
 	j := s.waitStatus(all, "failed")
-	mustf(t, strings.Contains(j["error"].(string), "opendde could not run the job's input: msa search failed"), "error %q", j["error"])
+	mustf(t, strings.HasPrefix(j["error"].(string), "opendde predicted none of the 2 target(s)"), "error %q", j["error"])
 }
 
 func TestOpenDDECancelStopsTheProcessTree(t *testing.T) {

@@ -121,16 +121,18 @@ func TestProtenixRunsASequence(t *testing.T) {
 	mustf(t, strings.HasPrefix(string(cif.Body), "data_target_1"), "best structure %.60q", cif.Body)
 
 	logs := string(s.get("/v1/jobs/" + id + "/logs").expect(http.StatusOK).Body)
-	for _, want := range []string{"--model_name protenix-v2", "--seeds 101", "--sample 3", "--msa_server_mode colabfold",
-		"starting to update msa result", "[Rank 0] target_1 [seed:101] succeeded"} {
+	// The chain was searched by the alignment stage and read by the tool from its files.
+	for _, want := range []string{"--model_name protenix-v2", "--seeds 101", "--sample 3",
+		"chain A: searched before the run (server " + s.msa.URL, "N_msa 4", "[Rank 0] target_1 [seed:101] succeeded"} {
 		mustf(t, strings.Contains(logs, want), "the log lacks %q:\n%s", want, logs)
 	}
+	mustf(t, !strings.Contains(logs, "msa_server"), "the tool was told of an MSA server:\n%s", logs)
 
 	again := s.create("/v1/predictions", map[string]any{"model": "protenix-v2", "sequence": "MKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQ"})
 	s.waitStatus(again, "succeeded")
 	logs = string(s.get("/v1/jobs/" + again + "/logs").expect(http.StatusOK).Body)
-	mustf(t, !strings.Contains(logs, "starting to update msa result") && strings.Contains(logs, "1 target(s) from the cache"),
-		"the second job searched again:\n%s", logs)
+	mustf(t, strings.Contains(logs, "N_msa 4") && s.msa.Searches("MKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQ") == 1,
+		"the second job: %d searches of its chain, log:\n%s", s.msa.Searches("MKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQ"), logs)
 }
 
 func TestProtenixInputForms(t *testing.T) {

@@ -362,6 +362,9 @@ class Catalog(_Raw):
     protocols: List[CatalogProtocol]
     limits: Dict[str, Any]
     msa_server: Optional[str]
+    #: Where and how alignments are searched: ``server URL`` or ``local DATABASES``,
+    #: with the modes (the server's alignment stage searches ahead of the workers).
+    msa_search: Optional[str] = None
 
     def model(self, id: str) -> CatalogModel:
         """The model of that id; KeyError if the server has none."""
