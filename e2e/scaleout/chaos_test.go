@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chaperone-bio/chaperone/align/aligntest"
 	"github.com/chaperone-bio/chaperone/apikey"
 	"github.com/chaperone-bio/chaperone/app"
 	"github.com/chaperone-bio/chaperone/catalog"
@@ -35,6 +36,13 @@ import (
 // replicaEnv, when set to "DATABASE ARTIFACTS DIR", makes the test binary a serve replica
 // without a worker, so that a test can kill it with SIGKILL.
 const replicaEnv = "CHAPERONE_SCALEOUT_REPLICA"
+
+// msaEnv gives a replica process the stand-in ColabFold server it searches on: the test
+// process's one (standInMSA), which every replica of every test shares, as the replicas of
+// a deployment share their MSA server.
+const msaEnv = "CHAPERONE_SCALEOUT_MSA"
+
+var standInMSA = sync.OnceValue(func() *aligntest.ColabFold { return aligntest.NewColabFold(0) })
 
 // runReplica serves until SIGTERM, as startReplica's replicas do, and prints its URL. Its
 // quotas are lifted: the chaos suite creates more jobs a minute than an owner may.
@@ -52,7 +60,7 @@ func runReplica(args []string) {
 	limits.ActiveJobsPerOwner, limits.CreatesPerMinute = 10000, 10000
 	a, err := app.Start(ctx, app.Config{Store: stores.Jobs, Artifacts: stores.Artifacts, Addr: "127.0.0.1:0",
 		DataDir: loc.DataDir, Logger: slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
-		Limits: limits, NoWorker: true, Engines: []engine.Engine{enginetest.New("boltz2")},
+		Limits: limits, NoWorker: true, Engines: []engine.Engine{enginetest.New("boltz2")}, MSAServerURL: os.Getenv(msaEnv),
 		Heartbeat: 100 * time.Millisecond, ReapEvery: 200 * time.Millisecond, LeaseTTL: 2 * time.Second})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -72,7 +80,7 @@ type replica struct {
 func startReplicaProcess(t *testing.T, dbURL, artifacts string) *replica {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %s", replicaEnv, dbURL, artifacts, t.TempDir()))
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %s", replicaEnv, dbURL, artifacts, t.TempDir()), msaEnv+"="+standInMSA().URL)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -102,8 +102,9 @@ func startReplica(t *testing.T, dbURL, artifacts string) *app.App {
 	a, err := app.Start(context.Background(), app.Config{
 		Store: stores.Jobs, Artifacts: stores.Artifacts, Addr: "127.0.0.1:0", DataDir: loc.DataDir,
 		Logger: slog.New(slog.DiscardHandler), Limits: catalog.DefaultLimits(), NoWorker: true,
-		Engines:   []engine.Engine{enginetest.New("boltz2")},
-		Heartbeat: 100 * time.Millisecond, ReapEvery: 200 * time.Millisecond, LeaseTTL: 2 * time.Second,
+		Engines:      []engine.Engine{enginetest.New("boltz2")},
+		MSAServerURL: standInMSA().URL,
+		Heartbeat:    100 * time.Millisecond, ReapEvery: 200 * time.Millisecond, LeaseTTL: 2 * time.Second,
 	})
 	if err != nil {
 		stores.Close()
