@@ -10,9 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/chaperone-bio/chaperone/align/aligntest"
 	"github.com/chaperone-bio/chaperone/app"
 	"github.com/chaperone-bio/chaperone/catalog"
 	"github.com/chaperone-bio/chaperone/client"
@@ -63,21 +65,25 @@ func startServer(cfg app.Config) (a *app.App, stop func(), err error) {
 
 // serverConfig is a server with the test engine for the models the examples and tests
 // use, on quick timings.
+// colabfold is the stand-in ColabFold server that the examples' servers search on.
+var colabfold = sync.OnceValue(func() *aligntest.ColabFold { return aligntest.NewColabFold(0) })
+
 func serverConfig(dir string) app.Config {
 	limits := catalog.DefaultLimits()
 	limits.CreatesPerMinute = 10_000
 	return app.Config{
-		Addr:      "127.0.0.1:0",
-		DataDir:   dir,
-		Version:   "example",
-		Logger:    slog.New(slog.DiscardHandler),
-		Limits:    limits,
-		Engines:   []engine.Engine{enginetest.New("boltz2", "esmfold2", "boltzgen", "esmc-300m", "esmc-600m")},
-		Slots:     4,
-		WorkerID:  "example-worker",
-		Heartbeat: 50 * time.Millisecond,
-		ReapEvery: 200 * time.Millisecond,
-		LeaseTTL:  3 * time.Second,
+		MSAServerURL: colabfold().URL,
+		Addr:         "127.0.0.1:0",
+		DataDir:      dir,
+		Version:      "example",
+		Logger:       slog.New(slog.DiscardHandler),
+		Limits:       limits,
+		Engines:      []engine.Engine{enginetest.New("boltz2", "esmfold2", "boltzgen", "esmc-300m", "esmc-600m")},
+		Slots:        4,
+		WorkerID:     "example-worker",
+		Heartbeat:    50 * time.Millisecond,
+		ReapEvery:    200 * time.Millisecond,
+		LeaseTTL:     3 * time.Second,
 	}
 }
 

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -8,7 +9,9 @@ import (
 
 	"github.com/chaperone-bio/chaperone/align"
 	"github.com/chaperone-bio/chaperone/align/aligntest"
+	"github.com/chaperone-bio/chaperone/aligner"
 	"github.com/chaperone-bio/chaperone/app"
+	"github.com/chaperone-bio/chaperone/artifact"
 )
 
 // withColabFold makes the server search on a stand-in ColabFold server that answers after
@@ -61,4 +64,34 @@ func TestAFailedSearchFailsTheJobInTheServersWords(t *testing.T) {
 	msg, _ := j["error"].(string)
 	mustf(t, j["stage"] == "msa" && strings.Contains(msg, "alignment search failed") && strings.Contains(msg, "the stand-in limits this address"),
 		"job %v; want failed at stage msa with the server's words", j)
+}
+
+// A deployment that searches with MMseqs2 on its own databases (here the tests' small
+// ones) sends no sequence anywhere, says so in /v1/models, and pairs a heteromer's chains.
+func TestALocalSearchKeepsSequencesOnTheMachine(t *testing.T) {
+	t.Parallel()
+	local, err := align.NewLocal(align.LocalConfig{Dir: aligntest.Databases(t), DB: "uniref", EnvDB: "env", Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, func(c *app.Config) { c.Searcher = local })
+	id := s.create("/v1/predictions", map[string]any{"model": "boltz2",
+		"input": ">A|protein\n" + aligntest.ChainA + "\n>B|protein\n" + aligntest.ChainB + "\n"})
+	s.waitFor(id, 3*time.Minute, func(j map[string]any) bool { return j["status"] == "succeeded" || j["status"] == "failed" })
+	j := s.get("/v1/jobs/" + id).expect(http.StatusOK).json()
+	mustf(t, j["status"] == "succeeded", "job %v", j)
+	mustf(t, s.msa.Total() == 0, "a local search sent %d searches to a server", s.msa.Total())
+	// What the workers got: the shared cache holds both chains' alignments, paired on the
+	// ten organisms the test databases give both of them (testdata/README of aligntest).
+	cache := aligner.NewCache(s.Artifacts.(artifact.Shared), local.Source(), aligner.Limits{})
+	res, ok, err := cache.Get(context.Background(), []string{aligntest.ChainA, aligntest.ChainB})
+	mustf(t, err == nil && ok && len(res.Paired) == 2, "the cache lacks the heteromer's alignments: %v, %v", ok, err)
+	for i, a3m := range res.Paired {
+		mustf(t, strings.Count(a3m, ">") == 11, "chain %d's paired alignment has %d rows; want the query and 10 organisms:\n%s", i+1, strings.Count(a3m, ">"), a3m)
+	}
+
+	doc := s.get("/v1/models").expect(http.StatusOK).json()
+	search, _ := doc["msa_search"].(string)
+	mustf(t, doc["msa_server"] == "" && strings.HasPrefix(search, "local mmseqs ") && strings.HasSuffix(search, "; mode env; pairing paircomplete"),
+		"/v1/models says msa_server %q, msa_search %q; want a local search", doc["msa_server"], search)
 }

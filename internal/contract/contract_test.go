@@ -161,6 +161,7 @@ func catalog() []byte {
 	}
 	return object(map[string]any{
 		"object": "catalog", "api_version": "1.0.0", "msa_server": "https://api.colabfold.com",
+		"msa_search": "server https://api.colabfold.com; mode env; pairing pairgreedy",
 		"models": []any{
 			map[string]any{"id": "boltz2", "kind": "predict", "name": "Boltz-2", "available": true, "unavailable_reason": nil,
 				"max_residues": 1024, "measured_wall": 311, "capabilities": caps, "fast": "bf16 kernels",
