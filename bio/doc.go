@@ -8,4 +8,9 @@
 // Complexes reads a stored prediction job's input into its targets. It only parses and
 // checks; it knows nothing of HTTP, models or the catalog, imports only job (for the input
 // and error types) and the YAML parser, and never reads a file an input names.
+//
+// The Boltz YAML is read one part of its schema to a file, boltzyaml.go the top level and
+// boltzentities.go, boltzconstraints.go, boltztemplates.go and boltzproperties.go the
+// lists it holds, on the positioned YAML reader of yamlreader.go that the design specs
+// share.
 package bio
