@@ -14,8 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/chaperone-bio/chaperone/align"
 	"github.com/chaperone-bio/chaperone/align/aligntest"
 	"github.com/chaperone-bio/chaperone/apikey"
@@ -44,7 +42,7 @@ const slots = 2 // two workers of one slot
 // screen gives every job the same protein and a ligand of its own.
 func scenario(ctx context.Context, cluster *pgtest.Cluster, name string, o options, delay time.Duration, inTool bool, proteins, copies int, screen bool) (figures, error) {
 	var f figures
-	dbURL, err := createDatabase(ctx, cluster, "align_"+name)
+	dbURL, err := cluster.CreateDatabase(ctx, "align_"+name)
 	if err != nil {
 		return f, err
 	}
@@ -148,18 +146,6 @@ func scenario(ctx context.Context, cluster *pgtest.Cluster, name string, o optio
 	}
 	f.searchesPerChain = float64(f.searches) / float64(proteins)
 	return f, nil
-}
-
-func createDatabase(ctx context.Context, c *pgtest.Cluster, name string) (string, error) {
-	conn, err := pgx.Connect(ctx, c.URL("postgres"))
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		return "", err
-	}
-	return c.URL(name), nil
 }
 
 // createKeys makes the schema, an API key and a worker token.

@@ -67,7 +67,7 @@ func postgresPhases(o options, root string, limits catalog.Limits) ([]scaleFigur
 func measureReplicas(o options, cluster *pgtest.Cluster, dir string, n int, limits catalog.Limits) (scaleFigures, error) {
 	f := scaleFigures{replicas: n}
 	ctx := context.Background()
-	dbURL, err := createDatabase(ctx, cluster, fmt.Sprintf("bench_%d", n))
+	dbURL, err := cluster.CreateDatabase(ctx, fmt.Sprintf("bench_%d", n))
 	if err != nil {
 		return f, err
 	}
@@ -141,18 +141,6 @@ func measureReplicas(o options, cluster *pgtest.Cluster, dir string, n int, limi
 	}
 	f.pickup, err = measurePickup(ctx, last, keys[0], min(o.samples, postgresSamples), o.gap)
 	return f, err
-}
-
-func createDatabase(ctx context.Context, c *pgtest.Cluster, name string) (string, error) {
-	conn, err := pgx.Connect(ctx, c.URL("postgres"))
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		return "", err
-	}
-	return c.URL(name), nil
 }
 
 // cancelQueued ends every queued job, as their owners would, so that the worker leases

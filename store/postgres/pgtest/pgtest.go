@@ -59,15 +59,11 @@ func Database(tb testing.TB) string {
 	name := fmt.Sprintf("t%d_%d", os.Getpid(), dbSeq.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, c.URL("postgres"))
+	url, err := c.CreateDatabase(ctx, name)
 	if err != nil {
 		tb.Fatalf("pgtest: %v", err)
 	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		tb.Fatalf("pgtest: %v", err)
-	}
-	return c.URL(name)
+	return url
 }
 
 func shared(tb testing.TB) *Cluster {
@@ -103,6 +99,19 @@ type Cluster struct {
 // URL is the connection URL of database name on c.
 func (c *Cluster) URL(name string) string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", c.port, name)
+}
+
+// CreateDatabase creates an empty database called name on c and returns its URL.
+func (c *Cluster) CreateDatabase(ctx context.Context, name string) (string, error) {
+	conn, err := pgx.Connect(ctx, c.URL("postgres"))
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return "", err
+	}
+	return c.URL(name), nil
 }
 
 // Start initialises and starts a new cluster listening on a free local port, tuned for
