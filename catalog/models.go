@@ -90,6 +90,16 @@ func (c *Catalog) ProtocolIDs() []string {
 	return ids
 }
 
+// foldResidues is the ceiling of every structure model, prediction and design: each
+// prediction model folds this platform ceiling of 1024 residues inside the 3600 s runtime
+// cap on one 80 GB GPU, going by the upstream figures in research/upstream-models.md:
+// Boltz-2 users fold ~2000 residues on 80 GB; Protenix reports 1000 tokens in 59 s and
+// 18 GB; OpenFold3 is tested on 40 GB A100s; OpenDDE peaks at 66.9 GiB for 1001 tokens in
+// bf16 with plain kernels, which is why its fast switch never leaves bf16. ESMFold2 has no
+// published figure; the reference service (JapanFold) advertises 1024 for both variants.
+// Lower it, or give one model a ceiling of its own, when a measurement says so.
+const foldResidues = 1024
+
 // embedMaxResidues is every embedding model's ceiling per sequence. ESM C has no length cap
 // in its code; SaProt's rotary positions do not cap it either, though it was trained on
 // sequences of up to 1024.
@@ -158,14 +168,6 @@ func predictParams(id string, msa msaUse, recycles, steps, seed int) []Param {
 const maxSeed = 2147483647
 
 func models(l Limits) []Model {
-	// Structure-model ceilings: every prediction model folds the platform ceiling of 1024
-	// residues inside the 3600 s runtime cap on one 80 GB GPU, going by the upstream figures
-	// in research/upstream-models.md: Boltz-2 users fold ~2000 residues on 80 GB; Protenix
-	// reports 1000 tokens in 59 s and 18 GB; OpenFold3 is tested on 40 GB A100s; OpenDDE
-	// peaks at 66.9 GiB for 1001 tokens in bf16 with plain kernels, which is why its fast
-	// switch never leaves bf16. ESMFold2 has no published figure; the reference service
-	// (JapanFold) advertises 1024 for both variants. Lower a value when a measurement says so.
-	const fold = 1024
 	predictCaps := Capabilities{MSA: true, Ligands: true, NucleicAcids: true, PAE: true, ModifiedResidues: true}
 	proteinOnly := Capabilities{MSA: true, PAE: true, ModifiedResidues: true}
 	boltz2 := predictCaps
@@ -181,55 +183,32 @@ func models(l Limits) []Model {
 		"Top-ranked designs kept after filtering; never above num_designs (clamped down to it).")
 	budget.NotAbove = "num_designs"
 
+	// esmFast and openddeFast say what fast switches in the models that share a tool.
+	const esmFast = "On (on a GPU): esm's default, the ESM C backbone in fp8, as ESMFold2 was trained; off: the backbone in fp32. " +
+		"esm runs the trunk under its own bf16 autocast on a GPU either way; a CPU-only worker runs fp32 throughout."
+	const openddeFast = "On: cuEquivariance triangle kernels; off: plain PyTorch kernels. Both run bf16: upstream's fp32 " +
+		"default needs about twice the memory and would not fit max_residues on one GPU."
+
 	return []Model{
-		{
-			ID: "boltz2", Kind: job.PredictKind, Name: "Boltz-2", Tool: "boltz", MaxResidues: fold,
-			Capabilities: boltz2, Params: predictParams("boltz2", msaOn, 3, 200, 0),
-			Fast: "On: cuEquivariance fused triangle kernels (upstream's default; Boltz uses them on GPUs of " +
-				"compute capability 8.0 or newer); off: --no_kernels. Precision is bf16-mixed either way, as upstream " +
-				"fixes it, and steps and samples are never cut.",
-		},
-		{
-			ID: "esmfold2", Kind: job.PredictKind, Name: "ESMFold2", Tool: "esm", MaxResidues: fold,
-			Capabilities: proteinOnly, Params: predictParams("esmfold2", msaOff, 10, 100, 42),
-			Fast: "On (on a GPU): esm's default, the ESM C backbone in fp8, as ESMFold2 was trained; off: the backbone in fp32. " +
-				"esm runs the trunk under its own bf16 autocast on a GPU either way; a CPU-only worker runs fp32 throughout.",
-		},
-		{
-			ID: "esmfold2-fast", Kind: job.PredictKind, Name: "ESMFold2 Fast", Tool: "esm", MaxResidues: fold,
-			Capabilities: esmfold2Fast, Params: predictParams("esmfold2-fast", msaNever, 10, 100, 42),
-			Fast: "On (on a GPU): esm's default, the ESM C backbone in fp8, as ESMFold2 was trained; off: the backbone in fp32. " +
-				"esm runs the trunk under its own bf16 autocast on a GPU either way; a CPU-only worker runs fp32 throughout. " +
-				"The model itself is the inference-optimised single-sequence ESMFold2.",
-		},
-		{
-			ID: "protenix-v2", Kind: job.PredictKind, Name: "Protenix v2", Tool: "protenix", MaxResidues: fold,
-			Capabilities: predictCaps, Params: predictParams("protenix-v2", msaOn, 10, 200, 101),
-			Fast: "On: bf16 with cuEquivariance triangle kernels (upstream's defaults); off: fp32 with plain PyTorch kernels.",
-		},
-		{
-			ID: "openfold3", Kind: job.PredictKind, Name: "OpenFold3", Tool: "run_openfold", MaxResidues: fold,
-			Capabilities: openfold3, Params: predictParams("openfold3", msaOn, 3, 200, 42),
-			Fast: "On (on a GPU): upstream's DeepSpeed evo attention, plus cuEquivariance triangle kernels where the worker's " +
-				"OpenFold3 has them installed (openfold3[cuequivariance]); off: plain PyTorch kernels. Precision stays " +
-				"at upstream's fp32, and steps and samples are never cut.",
-		},
-		{
-			ID: "opendde", Kind: job.PredictKind, Name: "OpenDDE", Tool: "opendde", MaxResidues: fold,
-			Capabilities: proteinOnly, Params: predictParams("opendde", msaOn, 10, 200, 101),
-			Fast: "On: cuEquivariance triangle kernels; off: plain PyTorch kernels. Both run bf16: upstream's fp32 " +
-				"default needs about twice the memory and would not fit max_residues on one GPU.",
-		},
-		{
-			ID: "opendde-abag", Kind: job.PredictKind, Name: "OpenDDE antibody-antigen", Tool: "opendde", MaxResidues: fold,
-			Capabilities: proteinOnly, Params: predictParams("opendde-abag", msaOn, 10, 200, 101),
-			Fast: "On: cuEquivariance triangle kernels; off: plain PyTorch kernels. Both run bf16: upstream's fp32 " +
-				"default needs about twice the memory and would not fit max_residues on one GPU.",
-		},
+		predictModel("boltz2", "Boltz-2", "boltz", boltz2, msaOn, 3, 200, 0,
+			"On: cuEquivariance fused triangle kernels (upstream's default; Boltz uses them on GPUs of "+
+				"compute capability 8.0 or newer); off: --no_kernels. Precision is bf16-mixed either way, as upstream "+
+				"fixes it, and steps and samples are never cut."),
+		predictModel("esmfold2", "ESMFold2", "esm", proteinOnly, msaOff, 10, 100, 42, esmFast),
+		predictModel("esmfold2-fast", "ESMFold2 Fast", "esm", esmfold2Fast, msaNever, 10, 100, 42,
+			esmFast+" The model itself is the inference-optimised single-sequence ESMFold2."),
+		predictModel("protenix-v2", "Protenix v2", "protenix", predictCaps, msaOn, 10, 200, 101,
+			"On: bf16 with cuEquivariance triangle kernels (upstream's defaults); off: fp32 with plain PyTorch kernels."),
+		predictModel("openfold3", "OpenFold3", "run_openfold", openfold3, msaOn, 3, 200, 42,
+			"On (on a GPU): upstream's DeepSpeed evo attention, plus cuEquivariance triangle kernels where the worker's "+
+				"OpenFold3 has them installed (openfold3[cuequivariance]); off: plain PyTorch kernels. Precision stays "+
+				"at upstream's fp32, and steps and samples are never cut."),
+		predictModel("opendde", "OpenDDE", "opendde", proteinOnly, msaOn, 10, 200, 101, openddeFast),
+		predictModel("opendde-abag", "OpenDDE antibody-antigen", "opendde", proteinOnly, msaOn, 10, 200, 101, openddeFast),
 		{
 			// The size of a BoltzGen design follows from its spec, which is checked against
 			// this ceiling once specs are parsed.
-			ID: "boltzgen", Kind: job.DesignKind, Name: "BoltzGen", Tool: "boltzgen", MaxResidues: fold,
+			ID: "boltzgen", Kind: job.DesignKind, Name: "BoltzGen", Tool: "boltzgen", MaxResidues: foldResidues,
 			Capabilities: Capabilities{Ligands: true, NucleicAcids: true},
 			Params: []Param{
 				intParam("num_designs", 1, l.BoltzGenDesigns, 10, "Designs generated before filtering and ranking."),
@@ -246,7 +225,7 @@ func models(l Limits) []Model {
 		},
 		{
 			// A contig bounds the size of an rfd3 design: kept ranges plus designed maxima.
-			ID: "rfd3", Kind: job.DesignKind, Name: "RFdiffusion3", Tool: "rfd3", MaxResidues: fold,
+			ID: "rfd3", Kind: job.DesignKind, Name: "RFdiffusion3", Tool: "rfd3", MaxResidues: foldResidues,
 			Capabilities: Capabilities{NucleicAcids: true},
 			Params: []Param{
 				intParam("num_designs", 1, l.RFD3Designs, 4, "Independent designs for the same structure and contig."),
@@ -260,6 +239,15 @@ func models(l Limits) []Model {
 		esmc("esmc-6b", "ESM C 6B", 2560),
 		saprot("saprot-650m", "SaProt 650M"),
 		saprot("saprot-1.3b", "SaProt 1.3B"),
+	}
+}
+
+// predictModel is a prediction model that folds up to the platform ceiling, with the params
+// of predictParams: msa, its own recycles and steps, and its documented seed.
+func predictModel(id, name, tool string, caps Capabilities, msa msaUse, recycles, steps, seed int, fast string) Model {
+	return Model{
+		ID: id, Kind: job.PredictKind, Name: name, Tool: tool, MaxResidues: foldResidues,
+		Capabilities: caps, Params: predictParams(id, msa, recycles, steps, seed), Fast: fast,
 	}
 }
 
