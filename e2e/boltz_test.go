@@ -48,7 +48,6 @@ func removeStandIn() {
 	}
 }
 
-
 // withBoltz runs boltz2 on the real boltz engine, with the stand-in as its tool, instead
 // of on the test engine.
 func withBoltz(t *testing.T) option {

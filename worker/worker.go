@@ -438,13 +438,13 @@ func (w *Worker) execute(ctx context.Context, j *job.Job, alignments []align.Res
 		cacheDir = filepath.Join(w.cfg.CacheDir, eng.Name())
 	}
 	run := &engine.Run{
-		Job:      j,
-		WorkDir:  workDir,
+		Job:        j,
+		WorkDir:    workDir,
 		CacheDir:   cacheDir,
 		Tools:      w.cfg.Tools,
 		Alignments: alignments,
-		Log:      jl,
-		Report:   t.report,
+		Log:        jl,
+		Report:     t.report,
 		Exec: func(ctx context.Context, c engine.Command) error {
 			c.Env = w.processEnv(c.Env, absWorkDir, s.gpu)
 			return proc.Exec(ctx, workDir, jl, c)
