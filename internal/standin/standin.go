@@ -1,6 +1,13 @@
-// Package standin builds the stand-ins of upstream tools that engine tests run: small Go
-// programs in a folder beside the test package that asks for them. The stand-ins import it
-// too, for the stuck helper process of a slow run. It imports nothing of chaperone.
+// Package standin is what the stand-ins of upstream tools share, and how engine tests build
+// them. A stand-in is a small Go program in a folder beside the test package that asks for
+// it (…test/<tool>/): it honours its tool's real command line and writes the tool's real
+// output layout with made-up numbers. This package holds the idiom the tools share, so
+// that each stand-in keeps only what its own tool does differently: click's option
+// parsing, errors and help (Command); Python's tracebacks and tqdm's progress bars (Frame,
+// ProgressBar); the ways a test makes a stand-in fail (failures.go: Behaviour, CUDACrash,
+// and Stall, whose stuck helper process Main serves); and the files the tools write and
+// read (files.go). It imports nothing of chaperone, and only tests and stand-ins import
+// it: the chaperone binary must not link it.
 package standin
 
 import (
@@ -10,6 +17,14 @@ import (
 	"path/filepath"
 	"runtime"
 )
+
+// Main runs a stand-in: run with the command line's arguments, exiting with the status
+// it returns, unless the program was started as its own sleeper (see Stall).
+func Main(run func(args []string) int) {
+	args := os.Args[1:]
+	serveSleeper(args)
+	os.Exit(run(args))
+}
 
 // Build compiles the program in the folder name beside the calling file's folder into
 // dir/name and returns its path.

@@ -16,185 +16,86 @@ import (
 	"strings"
 	"time"
 
-	"github.com/goccy/go-yaml"
-
 	"github.com/chaperone-bio/chaperone/internal/standin"
 )
 
-func main() { os.Exit(run(os.Args[1:])) }
+func main() { standin.Main(run) }
 
-// option is one click option of boltz predict.
-type option struct {
-	name    string
-	kind    string // flag, int, float, text, path, file (a path that must exist), choice
-	choices []string
-	def     string
-}
-
-// predictOptions are the options of boltz predict (main.py), with their click defaults.
-var predictOptions = []option{
-	{name: "--out_dir", kind: "path", def: "./"},
-	{name: "--cache", kind: "path", def: "~/.boltz"},
-	{name: "--checkpoint", kind: "file"},
-	{name: "--devices", kind: "int", def: "1"},
-	{name: "--accelerator", kind: "choice", choices: []string{"gpu", "cpu", "tpu"}, def: "gpu"},
-	{name: "--recycling_steps", kind: "int", def: "3"},
-	{name: "--sampling_steps", kind: "int", def: "200"},
-	{name: "--diffusion_samples", kind: "int", def: "1"},
-	{name: "--max_parallel_samples", kind: "int", def: "5"},
-	{name: "--step_scale", kind: "float"},
-	{name: "--write_full_pae", kind: "flag"},
-	{name: "--write_full_pde", kind: "flag"},
-	{name: "--output_format", kind: "choice", choices: []string{"pdb", "mmcif"}, def: "mmcif"},
-	{name: "--num_workers", kind: "int", def: "2"},
-	{name: "--override", kind: "flag"},
-	{name: "--seed", kind: "int"},
-	{name: "--use_msa_server", kind: "flag"},
-	{name: "--msa_server_url", kind: "text", def: "https://api.colabfold.com"},
-	{name: "--msa_pairing_strategy", kind: "text", def: "greedy"},
-	{name: "--msa_server_username", kind: "text"},
-	{name: "--msa_server_password", kind: "text"},
-	{name: "--api_key_header", kind: "text"},
-	{name: "--api_key_value", kind: "text"},
-	{name: "--use_potentials", kind: "flag"},
-	{name: "--model", kind: "choice", choices: []string{"boltz1", "boltz2"}, def: "boltz2"},
-	{name: "--method", kind: "text"},
-	{name: "--preprocessing-threads", kind: "int", def: "2"},
-	{name: "--affinity_mw_correction", kind: "flag"},
-	{name: "--sampling_steps_affinity", kind: "int", def: "200"},
-	{name: "--diffusion_samples_affinity", kind: "int", def: "5"},
-	{name: "--affinity_checkpoint", kind: "file"},
-	{name: "--max_msa_seqs", kind: "int", def: "8192"},
-	{name: "--subsample_msa", kind: "flag"},
-	{name: "--num_subsampled_msa", kind: "int", def: "1024"},
-	{name: "--no_kernels", kind: "flag"},
-	{name: "--write_embeddings", kind: "flag"},
+// boltzPredict is boltz predict (main.py), its options with their click defaults.
+var boltzPredict = standin.Command{
+	Usage:   "boltz predict [OPTIONS] DATA",
+	Try:     "boltz predict --help",
+	Summary: "Run predictions with Boltz.",
+	Args:    []string{"DATA"},
+	Options: []standin.Option{
+		{Name: "--out_dir", Kind: standin.Path, Default: "./"},
+		{Name: "--cache", Kind: standin.Path, Default: "~/.boltz"},
+		{Name: "--checkpoint", Kind: standin.ExistingPath},
+		{Name: "--devices", Kind: standin.Int, Default: "1"},
+		{Name: "--accelerator", Kind: standin.Choice, Choices: []string{"gpu", "cpu", "tpu"}, Default: "gpu"},
+		{Name: "--recycling_steps", Kind: standin.Int, Default: "3"},
+		{Name: "--sampling_steps", Kind: standin.Int, Default: "200"},
+		{Name: "--diffusion_samples", Kind: standin.Int, Default: "1"},
+		{Name: "--max_parallel_samples", Kind: standin.Int, Default: "5"},
+		{Name: "--step_scale", Kind: standin.Float},
+		{Name: "--write_full_pae", Kind: standin.Flag},
+		{Name: "--write_full_pde", Kind: standin.Flag},
+		{Name: "--output_format", Kind: standin.Choice, Choices: []string{"pdb", "mmcif"}, Default: "mmcif"},
+		{Name: "--num_workers", Kind: standin.Int, Default: "2"},
+		{Name: "--override", Kind: standin.Flag},
+		{Name: "--seed", Kind: standin.Int},
+		{Name: "--use_msa_server", Kind: standin.Flag},
+		{Name: "--msa_server_url", Kind: standin.Text, Default: "https://api.colabfold.com"},
+		{Name: "--msa_pairing_strategy", Kind: standin.Text, Default: "greedy"},
+		{Name: "--msa_server_username", Kind: standin.Text},
+		{Name: "--msa_server_password", Kind: standin.Text},
+		{Name: "--api_key_header", Kind: standin.Text},
+		{Name: "--api_key_value", Kind: standin.Text},
+		{Name: "--use_potentials", Kind: standin.Flag},
+		{Name: "--model", Kind: standin.Choice, Choices: []string{"boltz1", "boltz2"}, Default: "boltz2"},
+		{Name: "--method", Kind: standin.Text},
+		{Name: "--preprocessing-threads", Kind: standin.Int, Default: "2"},
+		{Name: "--affinity_mw_correction", Kind: standin.Flag},
+		{Name: "--sampling_steps_affinity", Kind: standin.Int, Default: "200"},
+		{Name: "--diffusion_samples_affinity", Kind: standin.Int, Default: "5"},
+		{Name: "--affinity_checkpoint", Kind: standin.ExistingPath},
+		{Name: "--max_msa_seqs", Kind: standin.Int, Default: "8192"},
+		{Name: "--subsample_msa", Kind: standin.Flag},
+		{Name: "--num_subsampled_msa", Kind: standin.Int, Default: "1024"},
+		{Name: "--no_kernels", Kind: standin.Flag},
+		{Name: "--write_embeddings", Kind: standin.Flag},
+	},
 }
 
 func run(args []string) int {
-	standin.ServeSleeper(args)
 	if len(args) == 0 || args[0] == "--help" {
 		fmt.Print("Usage: boltz [OPTIONS] COMMAND [ARGS]...\n\n  Boltz.\n\nOptions:\n  --help  Show this message and exit.\n\nCommands:\n  predict  Run predictions with Boltz.\n")
 		return 0
 	}
 	if args[0] != "predict" {
-		return usageError("boltz [OPTIONS] COMMAND [ARGS]...", "boltz --help", fmt.Sprintf("No such command '%s'.", args[0]))
+		return standin.UsageError("boltz [OPTIONS] COMMAND [ARGS]...", "boltz --help", fmt.Sprintf("No such command '%s'.", args[0]))
 	}
-	opts, data, code := parse(args[1:])
+	opts, data, code := boltzPredict.Parse(args[1:])
 	if opts == nil {
 		return code
+	}
+	if _, err := os.Stat(data[0]); err != nil {
+		return boltzPredict.Fail(fmt.Sprintf("Invalid value for 'DATA': Path '%s' does not exist.", data[0]))
 	}
 	if opts["--use_msa_server"] == "true" {
 		fmt.Fprintln(os.Stderr, "[boltz stand-in] refused --use_msa_server: the engine must hand Boltz the alignments searched ahead of the run, never let it search")
 		return 2
 	}
 	fmt.Printf("[boltz stand-in] %s\n", strings.Join(args, " "))
-	p := &predictor{opts: opts, data: data}
+	p := &predictor{opts: opts, data: data[0]}
 	return p.predict()
 }
 
-// parse reads the arguments of boltz predict as click does; on an error it prints
-// click's message and returns the exit status.
-func parse(args []string) (map[string]string, string, int) {
-	const usage, try = "boltz predict [OPTIONS] DATA", "boltz predict --help"
-	opts := map[string]string{}
-	for _, o := range predictOptions {
-		if o.def != "" {
-			opts[o.name] = o.def
-		}
-	}
-	var positional []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			positional = append(positional, args[i+1:]...)
-			break
-		}
-		if a == "--help" {
-			printHelp()
-			return nil, "", 0
-		}
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			positional = append(positional, a)
-			continue
-		}
-		name, value, hasValue := strings.Cut(a, "=")
-		i0 := slices.IndexFunc(predictOptions, func(o option) bool { return o.name == name })
-		if i0 < 0 {
-			return nil, "", usageError(usage, try, "No such option: "+name)
-		}
-		o := predictOptions[i0]
-		if o.kind == "flag" {
-			if hasValue {
-				return nil, "", usageError(usage, try, fmt.Sprintf("Option '%s' does not take a value.", name))
-			}
-			opts[name] = "true"
-			continue
-		}
-		if !hasValue {
-			if i+1 >= len(args) {
-				return nil, "", usageError(usage, try, fmt.Sprintf("Option '%s' requires an argument.", name))
-			}
-			i++
-			value = args[i]
-		}
-		bad := ""
-		switch o.kind {
-		case "int":
-			if _, err := strconv.Atoi(value); err != nil {
-				bad = fmt.Sprintf("'%s' is not a valid integer.", value)
-			}
-		case "float":
-			if _, err := strconv.ParseFloat(value, 64); err != nil {
-				bad = fmt.Sprintf("'%s' is not a valid float.", value)
-			}
-		case "choice":
-			if !slices.Contains(o.choices, value) {
-				bad = fmt.Sprintf("'%s' is not one of '%s'.", value, strings.Join(o.choices, "', '"))
-			}
-		case "file":
-			if _, err := os.Stat(value); err != nil {
-				bad = fmt.Sprintf("Path '%s' does not exist.", value)
-			}
-		}
-		if bad != "" {
-			return nil, "", usageError(usage, try, fmt.Sprintf("Invalid value for '%s': %s", name, bad))
-		}
-		opts[name] = value
-	}
-	switch {
-	case len(positional) == 0:
-		return nil, "", usageError(usage, try, "Missing argument 'DATA'.")
-	case len(positional) > 1:
-		return nil, "", usageError(usage, try, fmt.Sprintf("Got unexpected extra argument (%s)", positional[1]))
-	}
-	if _, err := os.Stat(positional[0]); err != nil {
-		return nil, "", usageError(usage, try, fmt.Sprintf("Invalid value for 'DATA': Path '%s' does not exist.", positional[0]))
-	}
-	return opts, positional[0], 0
-}
-
-func usageError(usage, try, msg string) int {
-	fmt.Fprintf(os.Stderr, "Usage: %s\nTry '%s' for help.\n\nError: %s\n", usage, try, msg)
-	return 2
-}
-
-func printHelp() {
-	fmt.Print("Usage: boltz predict [OPTIONS] DATA\n\n  Run predictions with Boltz.\n\nOptions:\n")
-	for _, o := range predictOptions {
-		meta := map[string]string{"int": "INTEGER", "float": "FLOAT", "text": "TEXT", "path": "PATH", "file": "PATH"}[o.kind]
-		if o.kind == "choice" {
-			meta = "[" + strings.Join(o.choices, "|") + "]"
-		}
-		fmt.Printf("  %s %s\n", o.name, meta)
-	}
-	fmt.Print("  --help  Show this message and exit.\n")
-}
+// mainPy is where Boltz's tracebacks point.
+var mainPy = standin.Frame{File: "/opt/boltz/src/boltz/main.py", Line: 460, Code: "raise"}
 
 // traceback prints a Python traceback ending in err, as traceback.print_exc does.
-func traceback(where, err string) {
-	fmt.Fprintf(os.Stderr, "Traceback (most recent call last):\n  File \"/opt/boltz/src/boltz/main.py\", line 460, in %s\n    raise\n%s\n", where, err)
-}
+func traceback(where, err string) { fmt.Fprint(os.Stderr, mainPy.Traceback(where, err)) }
 
 // chain is one chain of a processed input, in Boltz's order: grouped by entity. MSA is
 // the name of its processed alignment (processed/msa/<MSA>.json), or -1 for none.
@@ -276,7 +177,7 @@ func (p *predictor) predict() int {
 			records = append(records, *rec)
 			writeJSON(filepath.Join(p.out, "processed", "records", rec.ID+".json"), rec)
 		}
-		fmt.Fprintf(os.Stderr, "\r%s", tqdm(i+1, len(inputs), ""))
+		fmt.Fprintf(os.Stderr, "\r%s", standin.ProgressBar("", i+1, len(inputs)))
 	}
 	fmt.Fprintln(os.Stderr)
 	writeJSON(filepath.Join(p.out, "processed", "manifest.json"), map[string]any{"records": records})
@@ -297,7 +198,7 @@ func (p *predictor) predict() int {
 		fmt.Printf("Running structure prediction for %d input%s\n", len(records), plural(len(records)))
 	}
 	failed := 0
-	fmt.Printf("\r%s", tqdm(0, len(records), "Predicting DataLoader 0: "))
+	fmt.Printf("\r%s", standin.ProgressBar("Predicting DataLoader 0: ", 0, len(records)))
 	for i, rec := range records {
 		switch {
 		case strings.HasPrefix(rec.ID, "unprep"):
@@ -315,7 +216,7 @@ func (p *predictor) predict() int {
 			p.write(records[0])
 		case strings.HasPrefix(rec.ID, "crash"):
 			fmt.Println()
-			traceback("predict", "RuntimeError: CUDA error: an illegal memory access was encountered")
+			traceback("predict", standin.CUDACrash)
 			return 1
 		case strings.HasPrefix(rec.ID, "oom"):
 			fmt.Println("\n| WARNING: ran out of memory, skipping batch")
@@ -328,7 +229,7 @@ func (p *predictor) predict() int {
 		default:
 			p.write(rec)
 		}
-		fmt.Printf("\r%s", tqdm(i+1, len(records), "Predicting DataLoader 0: "))
+		fmt.Printf("\r%s", standin.ProgressBar("Predicting DataLoader 0: ", i+1, len(records)))
 	}
 	fmt.Printf("\nNumber of failed examples: %d\n", failed)
 
@@ -345,7 +246,7 @@ func (p *predictor) predict() int {
 	fmt.Print("\nPredicting property: affinity\n\nChecking input data for affinity.\n")
 	fmt.Printf("Running affinity prediction for %d input%s\n", len(affinity), plural(len(affinity)))
 	failed = 0
-	fmt.Printf("\r%s", tqdm(0, len(affinity), "Predicting DataLoader 0: "))
+	fmt.Printf("\r%s", standin.ProgressBar("Predicting DataLoader 0: ", 0, len(affinity)))
 	for i, rec := range affinity {
 		time.Sleep(20 * time.Millisecond)
 		dir := filepath.Join(p.out, "predictions", rec.ID)
@@ -357,14 +258,14 @@ func (p *predictor) predict() int {
 			fmt.Println("\n| WARNING: ran out of memory, skipping batch")
 			failed++
 		} else {
-			s := seed(rec.ID + "/affinity")
+			s := standin.Random(rec.ID + "/affinity")
 			writeOrdered(filepath.Join(dir, "affinity_"+rec.ID+".json"), []kv{
-				{"affinity_pred_value", round(-1 + 3*s(0))}, {"affinity_probability_binary", round(s(1))},
-				{"affinity_pred_value1", round(-1 + 3*s(2))}, {"affinity_probability_binary1", round(s(3))},
-				{"affinity_pred_value2", round(-1 + 3*s(4))}, {"affinity_probability_binary2", round(s(5))},
+				{"affinity_pred_value", standin.Round(-1 + 3*s(0))}, {"affinity_probability_binary", standin.Round(s(1))},
+				{"affinity_pred_value1", standin.Round(-1 + 3*s(2))}, {"affinity_probability_binary1", standin.Round(s(3))},
+				{"affinity_pred_value2", standin.Round(-1 + 3*s(4))}, {"affinity_probability_binary2", standin.Round(s(5))},
 			})
 		}
-		fmt.Printf("\r%s", tqdm(i+1, len(affinity), "Predicting DataLoader 0: "))
+		fmt.Printf("\r%s", standin.ProgressBar("Predicting DataLoader 0: ", i+1, len(affinity)))
 	}
 	fmt.Printf("\nNumber of failed examples: %d\n", failed)
 	return 0
@@ -377,34 +278,17 @@ func plural(n int) string {
 	return "."
 }
 
-// tqdm draws a progress bar line as tqdm does.
-func tqdm(n, total int, desc string) string {
-	pct := 0
-	if total > 0 {
-		pct = 100 * n / total
-	}
-	bar := strings.Repeat("█", pct/10) + strings.Repeat(" ", 10-pct/10)
-	return fmt.Sprintf("%s%3d%%|%s| %d/%d [00:00<00:00, 10.00it/s]", desc, pct, bar, n, total)
-}
-
 // slow is the structure loop on a slow target: 30 s of progress lines, with a helper
 // process that ignores SIGTERM, so that a cancel must stop the whole process group.
 func (p *predictor) slow(id string) bool {
-	helper, err := standin.StartSleeper()
+	stop, err := standin.Stall("hang.pid", 300, 100*time.Millisecond, func(i int) {
+		fmt.Printf("[boltz stand-in] %s: step %d of 300\n", id, i+1)
+	})
 	if err != nil {
 		traceback("predict", "OSError: "+err.Error())
 		return false
 	}
-	if err := os.WriteFile("hang.pid", []byte(strconv.Itoa(helper.Process.Pid)), 0o644); err != nil {
-		traceback("predict", "OSError: "+err.Error())
-		return false
-	}
-	for i := range 300 {
-		fmt.Printf("[boltz stand-in] %s: step %d of 300\n", id, i+1)
-		time.Sleep(100 * time.Millisecond)
-	}
-	_ = helper.Process.Kill()
-	_ = helper.Wait()
+	stop()
 	return true
 }
 
@@ -418,13 +302,9 @@ func (p *predictor) process(path string) (*record, error) {
 	if strings.HasPrefix(id, "skip") {
 		return nil, fmt.Errorf("Invalid SMILES for ligand: simulated parse failure")
 	}
-	b, err := os.ReadFile(path)
+	doc, err := standin.ReadYAML(path)
 	if err != nil {
 		return nil, err
-	}
-	var doc map[string]any
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("yaml: %v", err)
 	}
 	if v, ok := doc["version"]; ok && fmt.Sprint(v) != "1" {
 		return nil, fmt.Errorf("Invalid version %v in input!", v)

@@ -4,18 +4,15 @@ package main
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/chaperone-bio/chaperone/engine/toolkit/npy"
+	"github.com/chaperone-bio/chaperone/internal/standin"
 )
 
 // write writes the predictions of one record as BoltzWriter does: every sample ranked by
@@ -23,9 +20,7 @@ import (
 func (p *predictor) write(rec record) {
 	time.Sleep(20 * time.Millisecond) // a target takes time, which the engine measures
 	dir := filepath.Join(p.out, "predictions", rec.ID)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		panic(err)
-	}
+	must(os.MkdirAll(dir, 0o755))
 	n := p.int("--diffusion_samples")
 	tokens := 0
 	for _, c := range rec.Chains {
@@ -33,26 +28,22 @@ func (p *predictor) write(rec record) {
 	}
 	type sample struct{ plddt, ptm, iptm, score float64 }
 	samples := make([]sample, n)
+	scores := make([]float64, n)
 	for k := range samples {
-		s := seed(fmt.Sprintf("%s/%d", rec.ID, k))
-		sm := sample{plddt: round(0.55 + 0.4*s(0)), ptm: round(0.5 + 0.45*s(1))}
+		s := standin.Random(fmt.Sprintf("%s/%d", rec.ID, k))
+		sm := sample{plddt: standin.Round(0.55 + 0.4*s(0)), ptm: standin.Round(0.5 + 0.45*s(1))}
 		if len(rec.Chains) > 1 {
-			sm.iptm = round(0.3 + 0.6*s(2))
+			sm.iptm = standin.Round(0.3 + 0.6*s(2))
 		}
 		// confidence_score as Boltz2.predict_step computes it.
 		second := sm.iptm
 		if second == 0 {
 			second = sm.ptm
 		}
-		sm.score = round((4*sm.plddt + second) / 5)
-		samples[k] = sm
+		sm.score = standin.Round((4*sm.plddt + second) / 5)
+		samples[k], scores[k] = sm, sm.score
 	}
-	order := make([]int, n)
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool { return samples[order[a]].score > samples[order[b]].score })
-	for rank, k := range order {
+	for rank, k := range standin.Ranked(scores) {
 		sm := samples[k]
 		base := fmt.Sprintf("%s_model_%d", rec.ID, rank)
 		if p.opts["--output_format"] == "pdb" {
@@ -87,14 +78,6 @@ func (p *predictor) write(rec record) {
 		}
 	}
 }
-
-// seed gives deterministic numbers in [0, 1) for a name.
-func seed(name string) func(i int) float64 {
-	h := sha256.Sum256([]byte(name))
-	return func(i int) float64 { return float64(h[i%32]) / 256 }
-}
-
-func round(f float64) float64 { return math.Round(f*10000) / 10000 }
 
 // kv is a key of a JSON object that keeps its order, as Python's dicts do.
 type kv struct {
@@ -133,9 +116,8 @@ func writeValue(b *bytes.Buffer, v any, indent int) {
 
 func mmcif(rec record, plddt float64) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "data_%s\n#\nloop_\n_atom_site.group_PDB\n_atom_site.id\n_atom_site.type_symbol\n_atom_site.label_atom_id\n"+
-		"_atom_site.label_comp_id\n_atom_site.label_asym_id\n_atom_site.label_seq_id\n_atom_site.Cartn_x\n_atom_site.Cartn_y\n"+
-		"_atom_site.Cartn_z\n_atom_site.B_iso_or_equiv\n", rec.ID)
+	b.WriteString(standin.AtomSiteLoop(rec.ID, "group_PDB", "id", "type_symbol", "label_atom_id", "label_comp_id",
+		"label_asym_id", "label_seq_id", "Cartn_x", "Cartn_y", "Cartn_z", "B_iso_or_equiv"))
 	atom := 0
 	for _, c := range rec.Chains {
 		for r := range c.Residues {
@@ -170,21 +152,16 @@ func writeNPZ(path, key string, shape []int, fill float32) {
 		data[i] = fill
 	}
 	a.Data = data
-	if err := npy.WriteNPZ(path, map[string]*npy.Array{key: a}); err != nil {
-		panic(err)
-	}
+	must(npy.WriteNPZ(path, map[string]*npy.Array{key: a}))
 }
 
-func writeJSON(path string, v any) {
-	b, err := json.Marshal(v)
+// writeJSON and writeFile write what Boltz writes; the stand-in cannot go on without it.
+func writeJSON(path string, v any) { must(standin.WriteJSON(path, v)) }
+
+func writeFile(path, content string) { must(os.WriteFile(path, []byte(content), 0o644)) }
+
+func must(err error) {
 	if err != nil {
-		panic(err)
-	}
-	writeFile(path, string(b))
-}
-
-func writeFile(path, content string) {
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		panic(err)
 	}
 }

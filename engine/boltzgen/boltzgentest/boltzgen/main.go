@@ -24,7 +24,7 @@ import (
 	"github.com/chaperone-bio/chaperone/internal/standin"
 )
 
-func main() { os.Exit(run(os.Args[1:])) }
+func main() { standin.Main(run) }
 
 // stepArg is the hidden first argument that makes the program a pipeline step, run as
 // BoltzGen runs main.py <config>.
@@ -84,7 +84,6 @@ var runOptions = []option{
 const usage = "usage: boltzgen run [-h] [--protocol PROTOCOL] [--output OUTPUT] ... design_spec [design_spec ...]"
 
 func run(args []string) int {
-	standin.ServeSleeper(args)
 	if len(args) > 0 && args[0] == stepArg {
 		return step(args[1:])
 	}
@@ -282,9 +281,7 @@ func pipeline(values map[string][]string, specs []string) int {
 		return traceback(fmt.Sprintf("FileNotFoundError: [Errno 2] No such file or directory: '%s'", r.spec))
 	}
 	r.text = string(b)
-	if i := strings.Index(r.text, "# boltzgentest: "); i >= 0 {
-		r.behaviour = strings.Fields(r.text[i+len("# boltzgentest: "):])[0]
-	}
+	r.behaviour = standin.Behaviour(r.text, "# boltzgentest: ")
 	n, err := checkSpec(r.spec, r.text)
 	if err != nil {
 		return traceback(err.Error())
@@ -375,8 +372,12 @@ func checkSpec(path, text string) (int, error) {
 	return length, nil
 }
 
+// boltzgenPy is where BoltzGen's tracebacks point.
+var boltzgenPy = standin.Frame{File: "/usr/lib/python3/site-packages/boltzgen/cli/boltzgen.py", Line: 1}
+
+// traceback prints a Python traceback ending in last and returns the exit status, 1.
 func traceback(last string) int {
-	fmt.Fprintf(os.Stderr, "Traceback (most recent call last):\n  File \"/usr/lib/python3/site-packages/boltzgen/cli/boltzgen.py\", line 1, in main\n%s\n", last)
+	fmt.Fprint(os.Stderr, boltzgenPy.Traceback("main", last))
 	return 1
 }
 
@@ -402,19 +403,19 @@ func step(args []string) int {
 	stem := strings.TrimSuffix(filepath.Base(cfg.Spec), filepath.Ext(cfg.Spec))
 	switch {
 	case cfg.Step == "design" && cfg.Behaviour == "crash":
-		return traceback("RuntimeError: CUDA error: an illegal memory access was encountered")
+		return traceback(standin.CUDACrash)
 	case cfg.Step == "folding" && cfg.Behaviour == "oom":
 		return traceback("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 15.77 GiB")
 	case cfg.Step == "filtering" && cfg.Behaviour == "nofinal":
 		fmt.Println("Filtering: no aggregate metrics found; nothing to rank")
 		return 0
 	case cfg.Step == "design" && cfg.Behaviour == "hang":
-		if _, err := standin.StartSleeper(); err != nil {
-			return traceback("OSError: " + err.Error())
-		}
-		for i := range 300 {
+		// The stuck helper is never ended: only stopping the process group ends it.
+		_, err := standin.Stall("", 300, time.Second, func(i int) {
 			fmt.Printf("Predicting DataLoader 0:   0%%|          | %d/%d [00:%02d<?, ?it/s] designing slowly\n", i%cfg.NumDesigns, cfg.NumDesigns, i%60)
-			time.Sleep(time.Second)
+		})
+		if err != nil {
+			return traceback("OSError: " + err.Error())
 		}
 	}
 	dir := filepath.Join(cfg.Output, "intermediate_designs")
@@ -564,14 +565,11 @@ func designSequence(spec string, i, length int) string {
 
 // structure is an mmCIF of a design's binder chain, one CA per residue.
 func structure(name, seq string) string {
-	three := map[byte]string{'A': "ALA", 'C': "CYS", 'D': "ASP", 'E': "GLU", 'F': "PHE", 'G': "GLY", 'H': "HIS", 'I': "ILE", 'K': "LYS",
-		'L': "LEU", 'M': "MET", 'N': "ASN", 'P': "PRO", 'Q': "GLN", 'R': "ARG", 'S': "SER", 'T': "THR", 'V': "VAL", 'W': "TRP", 'Y': "TYR"}
 	var b strings.Builder
-	fmt.Fprintf(&b, "data_%s\n#\nloop_\n_atom_site.group_PDB\n_atom_site.id\n_atom_site.type_symbol\n_atom_site.label_atom_id\n"+
-		"_atom_site.label_comp_id\n_atom_site.label_asym_id\n_atom_site.label_seq_id\n_atom_site.Cartn_x\n_atom_site.Cartn_y\n"+
-		"_atom_site.Cartn_z\n_atom_site.auth_seq_id\n_atom_site.auth_asym_id\n_atom_site.pdbx_PDB_model_num\n", name)
+	b.WriteString(standin.AtomSiteLoop(name, "group_PDB", "id", "type_symbol", "label_atom_id", "label_comp_id",
+		"label_asym_id", "label_seq_id", "Cartn_x", "Cartn_y", "Cartn_z", "auth_seq_id", "auth_asym_id", "pdbx_PDB_model_num"))
 	for i := range len(seq) {
-		fmt.Fprintf(&b, "ATOM %d C CA %s B %d %.3f 0.000 0.000 %d B 1\n", i+1, three[seq[i]], i+1, 3.8*float64(i), i+1)
+		fmt.Fprintf(&b, "ATOM %d C CA %s B %d %.3f 0.000 0.000 %d B 1\n", i+1, standin.ThreeLetter[seq[i]], i+1, 3.8*float64(i), i+1)
 	}
 	return b.String()
 }

@@ -11,7 +11,6 @@
 package main
 
 import (
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -22,51 +21,50 @@ import (
 	"strings"
 	"time"
 
-	"github.com/goccy/go-yaml"
-
 	"github.com/chaperone-bio/chaperone/internal/standin"
 )
 
-func main() { os.Exit(run(os.Args[1:])) }
+func main() { standin.Main(run) }
 
-// option is one click option.
-type option struct {
-	name     string
-	kind     string // int, bool, file (a path that must exist), path
-	required bool
-}
-
-var commands = map[string][]option{
+// commands are run_openfold's click commands.
+var commands = map[string]*standin.Command{
 	"predict": {
-		{name: "--query_json", kind: "file", required: true},
-		{name: "--inference_ckpt_path", kind: "file"},
-		{name: "--num_diffusion_samples", kind: "int"},
-		{name: "--num_model_seeds", kind: "int"},
-		{name: "--runner_yaml", kind: "file"},
-		{name: "--use_msa_server", kind: "bool"},
-		{name: "--use_templates", kind: "bool"},
-		{name: "--output_dir", kind: "path"},
+		Usage: "run_openfold predict [OPTIONS]",
+		Try:   "run_openfold predict --help",
+		Options: []standin.Option{
+			{Name: "--query_json", Kind: standin.ExistingFile, Required: true},
+			{Name: "--inference_ckpt_path", Kind: standin.ExistingFile},
+			{Name: "--num_diffusion_samples", Kind: standin.Int},
+			{Name: "--num_model_seeds", Kind: standin.Int},
+			{Name: "--runner_yaml", Kind: standin.ExistingFile},
+			{Name: "--use_msa_server", Kind: standin.Bool},
+			{Name: "--use_templates", Kind: standin.Bool},
+			{Name: "--output_dir", Kind: standin.Path},
+		},
 	},
 	"train": {
-		{name: "--runner_yaml", kind: "file", required: true},
-		{name: "--seed", kind: "int"},
-		{name: "--data_seed", kind: "int"},
+		Usage: "run_openfold train [OPTIONS]",
+		Try:   "run_openfold train --help",
+		Options: []standin.Option{
+			{Name: "--runner_yaml", Kind: standin.ExistingFile, Required: true},
+			{Name: "--seed", Kind: standin.Int},
+			{Name: "--data_seed", Kind: standin.Int},
+		},
 	},
 }
 
 func run(args []string) int {
-	standin.ServeSleeper(args)
 	if len(args) == 0 || args[0] == "--help" {
 		fmt.Print("Usage: run_openfold [OPTIONS] COMMAND [ARGS]...\n\nOptions:\n  --help  Show this message and exit.\n\n" +
 			"Commands:\n  predict  Perform inference on a set of queries defined in the query_json.\n" +
 			"  train    Perform a training experiment with a preprepared dataset cache.\n")
 		return 0
 	}
-	opts, ok := commands[args[0]]
+	command, ok := commands[args[0]]
 	if !ok {
-		return usageError("run_openfold [OPTIONS] COMMAND [ARGS]...", "run_openfold --help", fmt.Sprintf("No such command '%s'.", args[0]))
+		return standin.UsageError("run_openfold [OPTIONS] COMMAND [ARGS]...", "run_openfold --help", fmt.Sprintf("No such command '%s'.", args[0]))
 	}
-	values, code := parse(args[0], opts, args[1:])
+	values, _, code := command.Parse(args[1:])
 	if values == nil {
 		return code
 	}
@@ -78,83 +76,11 @@ func run(args []string) int {
 	return 1
 }
 
-// parse reads a command's arguments as click does; on an error it prints click's message
-// and returns the exit status.
-func parse(command string, opts []option, args []string) (map[string]string, int) {
-	usage, try := "run_openfold "+command+" [OPTIONS]", "run_openfold "+command+" --help"
-	values := map[string]string{}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--help" {
-			fmt.Printf("Usage: %s\n\nOptions:\n", usage)
-			for _, o := range opts {
-				meta := map[string]string{"int": "INTEGER", "bool": "BOOLEAN", "file": "FILE", "path": "PATH"}[o.kind]
-				req := ""
-				if o.required {
-					req = "  [required]"
-				}
-				fmt.Printf("  %s %s%s\n", o.name, meta, req)
-			}
-			fmt.Print("  --help  Show this message and exit.\n")
-			return nil, 0
-		}
-		name, value, hasValue := strings.Cut(a, "=")
-		if !strings.HasPrefix(a, "-") {
-			return nil, usageError(usage, try, fmt.Sprintf("Got unexpected extra argument (%s)", a))
-		}
-		i0 := slices.IndexFunc(opts, func(o option) bool { return o.name == name })
-		if i0 < 0 {
-			return nil, usageError(usage, try, "No such option: "+name)
-		}
-		if !hasValue {
-			if i+1 >= len(args) {
-				return nil, usageError(usage, try, fmt.Sprintf("Option '%s' requires an argument.", name))
-			}
-			i++
-			value = args[i]
-		}
-		bad := ""
-		switch opts[i0].kind {
-		case "int":
-			if _, err := strconv.Atoi(value); err != nil {
-				bad = fmt.Sprintf("'%s' is not a valid integer.", value)
-			}
-		case "bool":
-			switch strings.ToLower(value) {
-			case "1", "true", "t", "yes", "y", "on":
-				value = "true"
-			case "0", "false", "f", "no", "n", "off":
-				value = "false"
-			default:
-				bad = fmt.Sprintf("'%s' is not a valid boolean.", value)
-			}
-		case "file":
-			if _, err := os.Stat(value); err != nil {
-				bad = fmt.Sprintf("Path '%s' does not exist.", value)
-			}
-		}
-		if bad != "" {
-			return nil, usageError(usage, try, fmt.Sprintf("Invalid value for '%s': %s", name, bad))
-		}
-		values[name] = value
-	}
-	for _, o := range opts {
-		if _, ok := values[o.name]; o.required && !ok {
-			return nil, usageError(usage, try, fmt.Sprintf("Missing option '%s'.", o.name))
-		}
-	}
-	return values, 0
-}
-
-func usageError(usage, try, msg string) int {
-	fmt.Fprintf(os.Stderr, "Usage: %s\nTry '%s' for help.\n\nError: %s\n", usage, try, msg)
-	return 2
-}
+// runOpenFoldPy is where OpenFold3's tracebacks point.
+var runOpenFoldPy = standin.Frame{File: "/opt/openfold3/openfold3/run_openfold.py", Line: 170, Code: "raise"}
 
 // traceback prints a Python traceback ending in err.
-func traceback(where, err string) {
-	fmt.Fprintf(os.Stderr, "Traceback (most recent call last):\n  File \"/opt/openfold3/openfold3/run_openfold.py\", line 170, in %s\n    raise\n%s\n", where, err)
-}
+func traceback(where, err string) { fmt.Fprint(os.Stderr, runOpenFoldPy.Traceback(where, err)) }
 
 // chain and query are the pydantic models Chain and Query of inference_query_format.py.
 type chain struct {
@@ -282,13 +208,9 @@ func readRunner(path string) (*runner, error) {
 	if path == "" {
 		return r, nil
 	}
-	b, err := os.ReadFile(path)
+	doc, err := standin.ReadYAML(path)
 	if err != nil {
 		return nil, err
-	}
-	var doc map[string]any
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("yaml: %v", err)
 	}
 	for section, keys := range runnerKeys {
 		m := doc
@@ -387,23 +309,11 @@ func toInt(v any) int {
 
 // score is a made-up number in [lo, hi), fixed by the words.
 func score(lo, hi float64, words ...string) float64 {
-	h := sha256.Sum256([]byte(strings.Join(words, "\x00")))
-	return lo + (hi-lo)*float64(h[0])/256
+	return lo + (hi-lo)*standin.Random(strings.Join(words, "\x00"))(0)
 }
 
-func writeJSON(path string, v any) {
-	b, _ := json.MarshalIndent(v, "", "    ")
-	_ = os.WriteFile(path, b, 0o644)
-}
-
-func tqdm(n, total int) string {
-	pct := 0
-	if total > 0 {
-		pct = 100 * n / total
-	}
-	bar := strings.Repeat("█", pct/10) + strings.Repeat(" ", 10-pct/10)
-	return fmt.Sprintf("Predicting DataLoader 0: %3d%%|%s| %d/%d [00:00<00:00, 10.00it/s]", pct, bar, n, total)
-}
+// writeJSON writes what OpenFold3 writes, as its writer does: indented by four spaces.
+func writeJSON(path string, v any) { _ = standin.WriteJSONIndent(path, v) }
 
 func predict(opts map[string]string) int {
 	r, err := readRunner(opts["--runner_yaml"])
@@ -460,7 +370,7 @@ func predict(opts map[string]string) int {
 	total := len(names) * len(r.seeds)
 	var failed []string
 	step := 0
-	fmt.Printf("\r%s", tqdm(0, total))
+	fmt.Printf("\r%s", standin.ProgressBar("Predicting DataLoader 0: ", 0, total))
 	for _, name := range names {
 		q := qs.Queries[name]
 		for _, seed := range r.seeds {
@@ -468,7 +378,7 @@ func predict(opts map[string]string) int {
 			switch {
 			case strings.HasPrefix(name, "crash"):
 				fmt.Println()
-				traceback("predict", "RuntimeError: CUDA error: an illegal memory access was encountered")
+				traceback("predict", standin.CUDACrash)
 				return 1
 			case strings.HasPrefix(name, "fail"):
 				failProcessing(name, "ValueError: Unknown CCD code ZZZ for chain L")
@@ -493,7 +403,7 @@ func predict(opts map[string]string) int {
 				writeJSON(filepath.Join(out, name, fmt.Sprintf("seed_%d", seed), "timing.json"),
 					map[string]float64{"runtime_s": time.Since(started).Seconds() + score(0.5, 2, name, "time")})
 			}
-			fmt.Printf("\r%s", tqdm(step, total))
+			fmt.Printf("\r%s", standin.ProgressBar("Predicting DataLoader 0: ", step, total))
 		}
 	}
 	fmt.Println()
@@ -520,34 +430,22 @@ func failProcessing(name, err string) {
 }
 
 func logError(out, name, typ, msg string) {
-	f, err := os.OpenFile(filepath.Join(out, "logs", "predict_err_rank0.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	fmt.Fprintf(f, "==================================================\nTimestamp: 2026-01-01 00:00:00\nQuery ID(s): %s\n"+
+	_ = standin.AppendFile(filepath.Join(out, "logs", "predict_err_rank0.log"), fmt.Sprintf("==================================================\nTimestamp: 2026-01-01 00:00:00\nQuery ID(s): %s\n"+
 		"Error Type: %s\nError Message: %s\n--------------------------------------------------\nTraceback:Traceback (most recent call last):\n"+
-		"  File \"runner.py\", line 640, in predict_step\n%s: %s\n==================================================", name, typ, msg, typ, msg)
+		"  File \"runner.py\", line 640, in predict_step\n%s: %s\n==================================================", name, typ, msg, typ, msg))
 }
 
 // slow is the prediction of a slow query: 30 s of progress lines, with a helper process
 // that ignores SIGTERM (its pid in hang.pid in the working folder), so that a cancel must
 // stop the whole process group.
 func slow(name string) bool {
-	helper, err := standin.StartSleeper()
+	stop, err := standin.Stall("hang.pid", 300, 100*time.Millisecond, func(i int) {
+		fmt.Printf("[run_openfold stand-in] %s: diffusion step %d of 300\n", name, i+1)
+	})
 	if err != nil {
 		traceback("predict", "OSError: "+err.Error())
 		return false
 	}
-	if err := os.WriteFile("hang.pid", []byte(strconv.Itoa(helper.Process.Pid)), 0o644); err != nil {
-		traceback("predict", "OSError: "+err.Error())
-		return false
-	}
-	for i := range 300 {
-		fmt.Printf("[run_openfold stand-in] %s: diffusion step %d of 300\n", name, i+1)
-		time.Sleep(100 * time.Millisecond)
-	}
-	_ = helper.Process.Kill()
-	_ = helper.Wait()
+	stop()
 	return true
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/chaperone-bio/chaperone/internal/standin"
 )
 
 // How OpenFold3 0.5 finds and reads a query's precomputed alignments, far enough to show
@@ -158,23 +160,9 @@ func readA3Ms(paths, stems []string) (map[string][]string, error) {
 // lines skipped, a record's lines joined, lower-case insertions dropped; every row must
 // then be as long as the first.
 func a3mRows(text string) ([]string, error) {
-	var rows []string
-	for line := range strings.Lines(text) {
-		l := strings.TrimSpace(line)
-		switch {
-		case strings.HasPrefix(l, ">"):
-			rows = append(rows, "")
-		case l == "" || strings.HasPrefix(l, "#"):
-		case len(rows) == 0:
-			return nil, fmt.Errorf("IndexError: list index out of range (a sequence line before any header)")
-		default:
-			rows[len(rows)-1] += strings.Map(func(r rune) rune {
-				if r >= 'a' && r <= 'z' {
-					return -1
-				}
-				return r
-			}, l)
-		}
+	_, rows, err := standin.ParseA3M(text)
+	if err != nil {
+		return nil, err
 	}
 	for i, r := range rows {
 		if len(r) != len(rows[0]) {

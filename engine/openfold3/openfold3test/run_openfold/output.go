@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/chaperone-bio/chaperone/internal/standin"
 )
 
 // atom is one atom the stand-in places: a CA per residue, one atom per ligand.
@@ -16,10 +18,6 @@ type atom struct {
 	chain, resName, element, name string
 	resSeq                        int
 }
-
-var protein3 = map[byte]string{'A': "ALA", 'R': "ARG", 'N': "ASN", 'D': "ASP", 'C': "CYS", 'Q': "GLN", 'E': "GLU", 'G': "GLY",
-	'H': "HIS", 'I': "ILE", 'L': "LEU", 'K': "LYS", 'M': "MET", 'F': "PHE", 'P': "PRO", 'S': "SER", 'T': "THR", 'W': "TRP",
-	'Y': "TYR", 'V': "VAL"}
 
 func atoms(q query) []atom {
 	var out []atom
@@ -50,7 +48,7 @@ func atoms(q query) []atom {
 				out = append(out, atom{chain: id, resName: res, element: "C", name: "C1", resSeq: 1})
 			default:
 				for i := 0; i < len(*c.Sequence); i++ {
-					res := protein3[(*c.Sequence)[i]]
+					res := standin.ThreeLetter[(*c.Sequence)[i]]
 					name := "CA"
 					if m := strings.ToUpper(c.MoleculeType); m != "PROTEIN" {
 						res, name = string((*c.Sequence)[i]), "P"
@@ -140,9 +138,8 @@ func writeStructure(path, format, name string, as []atom, plddt []float64, sampl
 		}
 		b.WriteString("END\n")
 	} else {
-		fmt.Fprintf(&b, "data_%s\n#\nloop_\n_atom_site.group_PDB\n_atom_site.id\n_atom_site.type_symbol\n_atom_site.label_atom_id\n"+
-			"_atom_site.label_comp_id\n_atom_site.label_asym_id\n_atom_site.label_seq_id\n_atom_site.auth_asym_id\n"+
-			"_atom_site.Cartn_x\n_atom_site.Cartn_y\n_atom_site.Cartn_z\n_atom_site.occupancy\n_atom_site.B_iso_or_equiv\n", name)
+		b.WriteString(standin.AtomSiteLoop(name, "group_PDB", "id", "type_symbol", "label_atom_id", "label_comp_id",
+			"label_asym_id", "label_seq_id", "auth_asym_id", "Cartn_x", "Cartn_y", "Cartn_z", "occupancy", "B_iso_or_equiv"))
 		for i, a := range as {
 			x, y, z := coord(i)
 			fmt.Fprintf(&b, "ATOM %d %s %s %s %s %d %s %.3f %.3f %.3f 1.00 %.2f\n", i+1, a.element, a.name, a.resName, a.chain, a.resSeq, a.chain, x, y, z, plddt[i])

@@ -11,7 +11,6 @@
 package main
 
 import (
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -26,95 +25,76 @@ import (
 	"github.com/chaperone-bio/chaperone/internal/standin"
 )
 
-func main() { os.Exit(run(os.Args[1:])) }
-
-// option is one click option of `pred`.
-type option struct {
-	short, name string
-	kind        string // str, int, bool, choice
-	choices     []string
-	def         string
-	hidden      bool
-}
+func main() { standin.Main(run) }
 
 // The options of `protenix pred` (Protenix 2.0.0) and `opendde pred` (OpenDDE 1.2.0), with
 // their defaults; a test of the real-package tier (TestUpstreamStandInOptions) checks them
-// against the real tools' --help.
+// against the real tools' --help. Both end with the same options, lastOptions.
 var (
-	protenixOptions = []option{
-		{short: "-i", name: "--input", kind: "str"},
-		{short: "-o", name: "--out_dir", kind: "str", def: "./output"},
-		{short: "-s", name: "--seeds", kind: "str", def: "101"},
-		{short: "-c", name: "--cycle", kind: "int", def: "10"},
-		{short: "-p", name: "--step", kind: "int", def: "200"},
-		{short: "-e", name: "--sample", kind: "int", def: "5"},
-		{short: "-d", name: "--dtype", kind: "str", def: "bf16"},
-		{short: "-n", name: "--model_name", kind: "str", def: "protenix_base_default_v1.0.0"},
-		{name: "--use_msa", kind: "bool", def: "true"},
-		{name: "--use_default_params", kind: "bool", def: "false"},
-		{name: "--trimul_kernel", kind: "str", def: "cuequivariance"},
-		{name: "--triatt_kernel", kind: "str", def: "cuequivariance"},
-		{name: "--enable_cache", kind: "bool", def: "true"},
-		{name: "--enable_fusion", kind: "bool", def: "true"},
-		{name: "--enable_tf32", kind: "bool", def: "true"},
-		{name: "--msa_server_mode", kind: "str", def: "protenix"},
-		{name: "--use_template", kind: "bool", def: "false"},
-		{name: "--use_rna_msa", kind: "bool", def: "false"},
-		{name: "--use_seeds_in_json", kind: "bool", def: "false"},
-		{name: "--need_atom_confidence", kind: "bool", def: "false"},
-		{name: "--kalign_binary_path", kind: "str"},
-		{name: "--use_tfg_guidance", kind: "bool", def: "false"},
-		{name: "--hmmsearch_binary_path", kind: "str"},
-		{name: "--hmmbuild_binary_path", kind: "str"},
-		{name: "--seqres_database_path", kind: "str"},
-		{name: "--nhmmer_binary_path", kind: "str"},
-		{name: "--hmmalign_binary_path", kind: "str"},
-		{name: "--hmmbuild_rna_binary_path", kind: "str"},
-		{name: "--ntrna_database_path", kind: "str"},
-		{name: "--rfam_database_path", kind: "str"},
-		{name: "--rna_central_database_path", kind: "str"},
-		{name: "--nhmmer_n_cpu", kind: "int"},
-	}
-	openDDEOptions = []option{
-		{short: "-i", name: "--input", kind: "str"},
-		{short: "-o", name: "--out_dir", kind: "str", def: "./output"},
-		{short: "-s", name: "--seeds", kind: "str"},
-		{short: "-c", name: "--cycle", kind: "int", def: "10"},
-		{short: "-p", name: "--step", kind: "int", def: "200"},
-		{short: "-e", name: "--sample", kind: "int", def: "5"},
-		{short: "-d", name: "--dtype", kind: "choice", choices: []string{"bf16", "fp32"}, def: "bf16"},
-		{name: "--device", kind: "choice", choices: []string{"auto", "cpu", "cuda", "mps"}, def: "auto"},
-		{short: "-n", name: "--model_name", kind: "choice", choices: []string{"opendde_v1"}, def: "opendde_v1"},
-		{name: "--load_checkpoint_path", kind: "str", def: ""},
-		{name: "--use_msa", kind: "bool", def: "true"},
-		{name: "--use_default_params", kind: "bool", def: "false"},
-		{name: "--trimul_kernel", kind: "choice", choices: []string{"auto", "cuequivariance", "torch"}, def: "auto"},
-		{name: "--triatt_kernel", kind: "choice", choices: []string{"auto", "cuequivariance", "torch"}, def: "auto"},
-		{name: "--enable_cache", kind: "bool", def: "true"},
-		{name: "--enable_fusion", kind: "bool", def: "true"},
-		{name: "--enable_tf32", kind: "bool", def: "false"},
-		{name: "--deterministic", kind: "bool", def: "false"},
-		{name: "--use_template", kind: "bool", def: "false"},
-		{name: "--use_rna_msa", kind: "bool", def: "false"},
-		{name: "--msa_server_mode", kind: "str", hidden: true},
-		{name: "--need_atom_confidence", kind: "bool", def: "true"},
-		{name: "--foldcp_mode", kind: "choice", choices: []string{"single", "distributed"}, def: "single"},
-		{name: "--foldcp_size_dp", kind: "int", def: "1"},
-		{name: "--foldcp_size_cp", kind: "int", def: "1"},
-		{name: "--foldcp_devices", kind: "str", def: ""},
-		{name: "--foldcp_metrics_jsonl", kind: "str", def: ""},
-		{name: "--kalign_binary_path", kind: "str"},
-		{name: "--use_tfg_guidance", kind: "bool", def: "false"},
-		{name: "--hmmsearch_binary_path", kind: "str"},
-		{name: "--hmmbuild_binary_path", kind: "str"},
-		{name: "--seqres_database_path", kind: "str"},
-		{name: "--nhmmer_binary_path", kind: "str"},
-		{name: "--hmmalign_binary_path", kind: "str"},
-		{name: "--hmmbuild_rna_binary_path", kind: "str"},
-		{name: "--ntrna_database_path", kind: "str"},
-		{name: "--rfam_database_path", kind: "str"},
-		{name: "--rna_central_database_path", kind: "str"},
-		{name: "--nhmmer_n_cpu", kind: "int"},
+	protenixOptions = append([]standin.Option{
+		{Short: "-i", Name: "--input", Kind: standin.Text},
+		{Short: "-o", Name: "--out_dir", Kind: standin.Text, Default: "./output"},
+		{Short: "-s", Name: "--seeds", Kind: standin.Text, Default: "101"},
+		{Short: "-c", Name: "--cycle", Kind: standin.Int, Default: "10"},
+		{Short: "-p", Name: "--step", Kind: standin.Int, Default: "200"},
+		{Short: "-e", Name: "--sample", Kind: standin.Int, Default: "5"},
+		{Short: "-d", Name: "--dtype", Kind: standin.Text, Default: "bf16"},
+		{Short: "-n", Name: "--model_name", Kind: standin.Text, Default: "protenix_base_default_v1.0.0"},
+		{Name: "--use_msa", Kind: standin.Bool, Default: "true"},
+		{Name: "--use_default_params", Kind: standin.Bool, Default: "false"},
+		{Name: "--trimul_kernel", Kind: standin.Text, Default: "cuequivariance"},
+		{Name: "--triatt_kernel", Kind: standin.Text, Default: "cuequivariance"},
+		{Name: "--enable_cache", Kind: standin.Bool, Default: "true"},
+		{Name: "--enable_fusion", Kind: standin.Bool, Default: "true"},
+		{Name: "--enable_tf32", Kind: standin.Bool, Default: "true"},
+		{Name: "--msa_server_mode", Kind: standin.Text, Default: "protenix"},
+		{Name: "--use_template", Kind: standin.Bool, Default: "false"},
+		{Name: "--use_rna_msa", Kind: standin.Bool, Default: "false"},
+		{Name: "--use_seeds_in_json", Kind: standin.Bool, Default: "false"},
+		{Name: "--need_atom_confidence", Kind: standin.Bool, Default: "false"},
+	}, lastOptions...)
+	openDDEOptions = append([]standin.Option{
+		{Short: "-i", Name: "--input", Kind: standin.Text},
+		{Short: "-o", Name: "--out_dir", Kind: standin.Text, Default: "./output"},
+		{Short: "-s", Name: "--seeds", Kind: standin.Text},
+		{Short: "-c", Name: "--cycle", Kind: standin.Int, Default: "10"},
+		{Short: "-p", Name: "--step", Kind: standin.Int, Default: "200"},
+		{Short: "-e", Name: "--sample", Kind: standin.Int, Default: "5"},
+		{Short: "-d", Name: "--dtype", Kind: standin.Choice, Choices: []string{"bf16", "fp32"}, Default: "bf16"},
+		{Name: "--device", Kind: standin.Choice, Choices: []string{"auto", "cpu", "cuda", "mps"}, Default: "auto"},
+		{Short: "-n", Name: "--model_name", Kind: standin.Choice, Choices: []string{"opendde_v1"}, Default: "opendde_v1"},
+		{Name: "--load_checkpoint_path", Kind: standin.Text},
+		{Name: "--use_msa", Kind: standin.Bool, Default: "true"},
+		{Name: "--use_default_params", Kind: standin.Bool, Default: "false"},
+		{Name: "--trimul_kernel", Kind: standin.Choice, Choices: []string{"auto", "cuequivariance", "torch"}, Default: "auto"},
+		{Name: "--triatt_kernel", Kind: standin.Choice, Choices: []string{"auto", "cuequivariance", "torch"}, Default: "auto"},
+		{Name: "--enable_cache", Kind: standin.Bool, Default: "true"},
+		{Name: "--enable_fusion", Kind: standin.Bool, Default: "true"},
+		{Name: "--enable_tf32", Kind: standin.Bool, Default: "false"},
+		{Name: "--deterministic", Kind: standin.Bool, Default: "false"},
+		{Name: "--use_template", Kind: standin.Bool, Default: "false"},
+		{Name: "--use_rna_msa", Kind: standin.Bool, Default: "false"},
+		{Name: "--msa_server_mode", Kind: standin.Text, Hidden: true},
+		{Name: "--need_atom_confidence", Kind: standin.Bool, Default: "true"},
+		{Name: "--foldcp_mode", Kind: standin.Choice, Choices: []string{"single", "distributed"}, Default: "single"},
+		{Name: "--foldcp_size_dp", Kind: standin.Int, Default: "1"},
+		{Name: "--foldcp_size_cp", Kind: standin.Int, Default: "1"},
+		{Name: "--foldcp_devices", Kind: standin.Text},
+		{Name: "--foldcp_metrics_jsonl", Kind: standin.Text},
+	}, lastOptions...)
+	lastOptions = []standin.Option{
+		{Name: "--kalign_binary_path", Kind: standin.Text},
+		{Name: "--use_tfg_guidance", Kind: standin.Bool, Default: "false"},
+		{Name: "--hmmsearch_binary_path", Kind: standin.Text},
+		{Name: "--hmmbuild_binary_path", Kind: standin.Text},
+		{Name: "--seqres_database_path", Kind: standin.Text},
+		{Name: "--nhmmer_binary_path", Kind: standin.Text},
+		{Name: "--hmmalign_binary_path", Kind: standin.Text},
+		{Name: "--hmmbuild_rna_binary_path", Kind: standin.Text},
+		{Name: "--ntrna_database_path", Kind: standin.Text},
+		{Name: "--rfam_database_path", Kind: standin.Text},
+		{Name: "--rna_central_database_path", Kind: standin.Text},
+		{Name: "--nhmmer_n_cpu", Kind: standin.Int},
 	}
 )
 
@@ -122,7 +102,7 @@ var (
 type tool struct {
 	name    string // protenix or opendde
 	title   string
-	options []option
+	options []standin.Option
 	kernels []string // what --trimul_kernel and --triatt_kernel accept
 	models  []string
 }
@@ -136,8 +116,20 @@ func pick() tool {
 		models: []string{"protenix_base_default_v1.0.0", "protenix-v2", "protenix_mini_default_v0.5.0"}}
 }
 
+// pred is the tool's `pred` command.
+func (tl tool) pred() *standin.Command {
+	return &standin.Command{
+		Usage:          tl.name + " pred [OPTIONS]",
+		Try:            tl.name + " pred -h",
+		Summary:        "Run predictions with " + tl.title + " using various input formats.",
+		Help:           "-h, --help",
+		Options:        tl.options,
+		ShowDefaults:   true,
+		ChoicesAnyCase: true,
+	}
+}
+
 func run(args []string) int {
-	standin.ServeSleeper(args)
 	tl := pick()
 	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" {
 		fmt.Printf("Usage: %s [OPTIONS] COMMAND [ARGS]...\n\n  %s.\n\nOptions:\n  --version   Show the version and exit.\n"+
@@ -145,113 +137,19 @@ func run(args []string) int {
 		return 0
 	}
 	if args[0] != "pred" {
-		return usageError(tl.name+" [OPTIONS] COMMAND [ARGS]...", tl.name+" -h", fmt.Sprintf("No such command '%s'.", args[0]))
+		return standin.UsageError(tl.name+" [OPTIONS] COMMAND [ARGS]...", tl.name+" -h", fmt.Sprintf("No such command '%s'.", args[0]))
 	}
-	opts, code := tl.parse(args[1:])
+	pred := tl.pred()
+	opts, _, code := pred.Parse(args[1:])
 	if opts == nil {
 		return code
+	}
+	if opts["--input"] == "" { // -i is required; the stand-in's help does not mark it
+		return pred.Fail("Missing option '-i' / '--input'.")
 	}
 	fmt.Printf("[%s stand-in] %s\n", tl.name, strings.Join(args, " "))
 	r := &runner{tool: tl, opts: opts}
 	return r.predict()
-}
-
-// parse reads the arguments of pred as click does; on an error it prints click's
-// message and returns the exit status.
-func (tl tool) parse(args []string) (map[string]string, int) {
-	usage, try := tl.name+" pred [OPTIONS]", tl.name+" pred -h"
-	opts := map[string]string{}
-	for _, o := range tl.options {
-		if o.def != "" {
-			opts[o.name] = o.def
-		}
-	}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--help" || a == "-h" {
-			tl.printHelp()
-			return nil, 0
-		}
-		if !strings.HasPrefix(a, "-") {
-			return nil, usageError(usage, try, fmt.Sprintf("Got unexpected extra argument (%s)", a))
-		}
-		name, value, hasValue := strings.Cut(a, "=")
-		k := slices.IndexFunc(tl.options, func(o option) bool { return o.name == name || o.short != "" && o.short == name })
-		if k < 0 {
-			return nil, usageError(usage, try, "No such option: "+name)
-		}
-		o := tl.options[k]
-		if !hasValue {
-			if i+1 >= len(args) {
-				return nil, usageError(usage, try, fmt.Sprintf("Option '%s' requires an argument.", name))
-			}
-			i++
-			value = args[i]
-		}
-		bad := ""
-		switch o.kind {
-		case "int":
-			if _, err := strconv.Atoi(value); err != nil {
-				bad = fmt.Sprintf("'%s' is not a valid integer.", value)
-			}
-		case "bool":
-			switch strings.ToLower(value) {
-			case "1", "true", "t", "yes", "y", "on":
-				value = "true"
-			case "0", "false", "f", "no", "n", "off":
-				value = "false"
-			default:
-				bad = fmt.Sprintf("'%s' is not a valid boolean.", value)
-			}
-		case "choice":
-			if !slices.Contains(o.choices, strings.ToLower(value)) {
-				bad = fmt.Sprintf("'%s' is not one of '%s'.", value, strings.Join(o.choices, "', '"))
-			}
-		}
-		if bad != "" {
-			return nil, usageError(usage, try, fmt.Sprintf("Invalid value for '%s': %s", o.display(), bad))
-		}
-		opts[o.name] = value
-	}
-	if opts["--input"] == "" {
-		return nil, usageError(usage, try, "Missing option '-i' / '--input'.")
-	}
-	return opts, 0
-}
-
-func (o option) display() string {
-	if o.short != "" {
-		return o.short + "' / '" + o.name
-	}
-	return o.name
-}
-
-func usageError(usage, try, msg string) int {
-	fmt.Fprintf(os.Stderr, "Usage: %s\nTry '%s' for help.\n\nError: %s\n", usage, try, msg)
-	return 2
-}
-
-func (tl tool) printHelp() {
-	fmt.Printf("Usage: %s pred [OPTIONS]\n\n  Run predictions with %s using various input formats.\n\nOptions:\n", tl.name, tl.title)
-	for _, o := range tl.options {
-		if o.hidden {
-			continue
-		}
-		meta := map[string]string{"int": "INTEGER", "bool": "BOOLEAN", "str": "TEXT"}[o.kind]
-		if o.kind == "choice" {
-			meta = "[" + strings.Join(o.choices, "|") + "]"
-		}
-		names := o.name
-		if o.short != "" {
-			names = o.short + ", " + o.name
-		}
-		def := ""
-		if o.def != "" {
-			def = "  [default: " + o.def + "]"
-		}
-		fmt.Printf("  %s %s%s\n", names, meta, def)
-	}
-	fmt.Print("  -h, --help  Show this message and exit.\n")
 }
 
 // logf prints a log line in the tools' format (init_logging) to stderr.
@@ -260,10 +158,11 @@ func logf(level, where, format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s,%-3d %-8s [%s] %s\n", now.Format("2006-01-02 15:04:05"), now.Nanosecond()/1e6, level, where, fmt.Sprintf(format, args...))
 }
 
-// traceback prints a Python traceback ending in err, as traceback.format_exc does.
-func traceback(where, err string) string {
-	return fmt.Sprintf("Traceback (most recent call last):\n  File \"/opt/tool/runner/inference.py\", line 470, in %s\n    raise\n%s\n", where, err)
-}
+// inferencePy is where the tools' tracebacks point.
+var inferencePy = standin.Frame{File: "/opt/tool/runner/inference.py", Line: 470, Code: "raise"}
+
+// traceback is a Python traceback ending in err, as traceback.format_exc gives it.
+func traceback(where, err string) string { return inferencePy.Traceback(where, err) }
 
 type runner struct {
 	tool tool
@@ -458,7 +357,7 @@ func (r *runner) infer(path string, seeds []int) error {
 				i+1, len(tasks), t.Name, seed, len(chains), tokens, tokens*8, msaRows(chains))
 			switch {
 			case strings.HasPrefix(t.Name, "crash"):
-				fmt.Fprint(os.Stderr, traceback("predict", "RuntimeError: CUDA error: an illegal memory access was encountered"))
+				fmt.Fprint(os.Stderr, traceback("predict", standin.CUDACrash))
 				return crashed(1)
 			case strings.HasPrefix(t.Name, "oom"):
 				msg := fmt.Sprintf("[Rank 0] %s failed: CUDA out of memory. Tried to allocate 20.00 GiB\n%s", t.Name,
@@ -487,13 +386,9 @@ func (r *runner) infer(path string, seeds []int) error {
 	return nil
 }
 
+// appendFile adds to a file of ERR/, which the run cannot go on without.
 func appendFile(path, text string) {
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		panic(err)
-	}
-	defer f.Close()
-	if _, err := f.WriteString(text); err != nil {
+	if err := standin.AppendFile(path, text); err != nil {
 		panic(err)
 	}
 }
@@ -631,176 +526,13 @@ func letterID(n int) string {
 // slow is the model on a slow target: 30 s of progress lines, with a helper process
 // that ignores SIGTERM, so that a cancel must stop the whole process group.
 func slow(name string) bool {
-	helper, err := standin.StartSleeper()
+	stop, err := standin.Stall("hang.pid", 300, 100*time.Millisecond, func(i int) {
+		fmt.Fprintf(os.Stderr, "[stand-in] %s: step %d of 300\n", name, i+1)
+	})
 	if err != nil {
 		fmt.Fprint(os.Stderr, traceback("predict", "OSError: "+err.Error()))
 		return false
 	}
-	if err := os.WriteFile("hang.pid", []byte(strconv.Itoa(helper.Process.Pid)), 0o644); err != nil {
-		fmt.Fprint(os.Stderr, traceback("predict", "OSError: "+err.Error()))
-		return false
-	}
-	for i := range 300 {
-		fmt.Fprintf(os.Stderr, "[stand-in] %s: step %d of 300\n", name, i+1)
-		time.Sleep(100 * time.Millisecond)
-	}
-	_ = helper.Process.Kill()
-	_ = helper.Wait()
+	stop()
 	return true
 }
-
-// summaryConfidence is <name>_summary_confidence_sample_<rank>.json, in the order of
-// sample_confidence.py.
-type summaryConfidence struct {
-	PLDDT               float64     `json:"plddt"`
-	GPDE                float64     `json:"gpde"`
-	PTM                 float64     `json:"ptm"`
-	IPTM                float64     `json:"iptm"`
-	ChainGPDE           []float64   `json:"chain_gpde"`
-	ChainPairGPDE       [][]float64 `json:"chain_pair_gpde"`
-	ChainPTM            []float64   `json:"chain_ptm"`
-	ChainIPTM           []float64   `json:"chain_iptm"`
-	ChainPairIPTM       [][]float64 `json:"chain_pair_iptm"`
-	ChainPairIPTMGlobal [][]float64 `json:"chain_pair_iptm_global"`
-	ChainPLDDT          []float64   `json:"chain_plddt"`
-	ChainPairPLDDT      [][]float64 `json:"chain_pair_plddt"`
-	HasClash            float64     `json:"has_clash"`
-	Disorder            float64     `json:"disorder"`
-	RankingScore        float64     `json:"ranking_score"`
-	NumRecycles         int         `json:"num_recycles"`
-}
-
-// fullData is <name>_full_data_sample_<rank>.json (get_clean_full_confidence).
-type fullData struct {
-	AtomPLDDT      []float64   `json:"atom_plddt"`
-	TokenPairPDE   [][]float64 `json:"token_pair_pde"`
-	ContactProbs   [][]float64 `json:"contact_probs"`
-	TokenPairPAE   [][]float64 `json:"token_pair_pae"`
-	TokenHasFrame  []bool      `json:"token_has_frame"`
-	TokenAsymID    []int       `json:"token_asym_id"`
-	AtomToTokenIdx []int       `json:"atom_to_token_idx"`
-}
-
-// dump writes a task's samples of one seed as DataDumper does: ranked by ranking_score
-// within the seed, best first.
-func (r *runner) dump(name string, seed int, chains []chain) error {
-	dir := filepath.Join(r.out, name, fmt.Sprintf("seed_%d", seed), "predictions")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	n := r.int("--sample")
-	samples := make([]summaryConfidence, n)
-	tokens := 0
-	for _, c := range chains {
-		tokens += c.residues
-	}
-	for k := range samples {
-		s := random(fmt.Sprintf("%s/%d/%d", name, seed, k))
-		sc := summaryConfidence{PLDDT: round(55 + 40*s(0)), GPDE: round(1 + s(1)), PTM: round(0.5 + 0.45*s(2)),
-			NumRecycles: r.int("--cycle")}
-		if len(chains) > 1 {
-			sc.IPTM = round(0.3 + 0.6*s(3))
-		}
-		sc.RankingScore = round(0.8*sc.IPTM + 0.2*sc.PTM)
-		for range chains {
-			sc.ChainGPDE = append(sc.ChainGPDE, sc.GPDE)
-			sc.ChainPTM = append(sc.ChainPTM, sc.PTM)
-			sc.ChainIPTM = append(sc.ChainIPTM, sc.IPTM)
-			sc.ChainPLDDT = append(sc.ChainPLDDT, sc.PLDDT)
-			row := make([]float64, len(chains))
-			for j := range row {
-				row[j] = sc.IPTM
-			}
-			sc.ChainPairGPDE = append(sc.ChainPairGPDE, row)
-			sc.ChainPairIPTM = append(sc.ChainPairIPTM, row)
-			sc.ChainPairIPTMGlobal = append(sc.ChainPairIPTMGlobal, row)
-			sc.ChainPairPLDDT = append(sc.ChainPairPLDDT, row)
-		}
-		samples[k] = sc
-	}
-	order := make([]int, n)
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool { return samples[order[a]].RankingScore > samples[order[b]].RankingScore })
-	for rank, k := range order {
-		sc := samples[k]
-		if err := writeJSON(filepath.Join(dir, fmt.Sprintf("%s_summary_confidence_sample_%d.json", name, rank)), sc, true); err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s_sample_%d.cif", name, rank)), []byte(mmcif(name, chains, sc.PLDDT)), 0o644); err != nil {
-			return err
-		}
-		if !r.flag("--need_atom_confidence") {
-			continue
-		}
-		fd := fullData{}
-		for ci, c := range chains {
-			for range c.residues {
-				fd.AtomPLDDT = append(fd.AtomPLDDT, sc.PLDDT)
-				fd.TokenHasFrame = append(fd.TokenHasFrame, c.polymer)
-				fd.TokenAsymID = append(fd.TokenAsymID, ci)
-				fd.AtomToTokenIdx = append(fd.AtomToTokenIdx, len(fd.AtomToTokenIdx))
-			}
-		}
-		for range tokens {
-			row := make([]float64, tokens)
-			for j := range row {
-				row[j] = 4.25
-			}
-			fd.TokenPairPAE = append(fd.TokenPairPAE, row)
-			fd.TokenPairPDE = append(fd.TokenPairPDE, row)
-			fd.ContactProbs = append(fd.ContactProbs, row)
-		}
-		if err := writeJSON(filepath.Join(dir, fmt.Sprintf("%s_full_data_sample_%d.json", name, rank)), fd, false); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func writeJSON(path string, v any, indent bool) error {
-	var b []byte
-	var err error
-	if indent {
-		b, err = json.MarshalIndent(v, "", "    ")
-	} else {
-		b, err = json.Marshal(v)
-	}
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, b, 0o644)
-}
-
-// mmcif writes a structure as biotite does for the tools: one atom per residue, label
-// and author ids alike, no label_seq_id for a ligand, pLDDT as the B-factor.
-func mmcif(name string, chains []chain, plddt float64) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "data_%s\n#\nloop_\n_atom_site.group_PDB\n_atom_site.id\n_atom_site.type_symbol\n_atom_site.label_atom_id\n"+
-		"_atom_site.label_alt_id\n_atom_site.label_comp_id\n_atom_site.label_asym_id\n_atom_site.label_entity_id\n"+
-		"_atom_site.label_seq_id\n_atom_site.pdbx_PDB_ins_code\n_atom_site.Cartn_x\n_atom_site.Cartn_y\n_atom_site.Cartn_z\n"+
-		"_atom_site.occupancy\n_atom_site.B_iso_or_equiv\n_atom_site.auth_seq_id\n_atom_site.auth_asym_id\n_atom_site.pdbx_PDB_model_num\n", name)
-	atom := 0
-	for ci, c := range chains {
-		for i, res := range c.resNames {
-			atom++
-			group, seq, atomName, el := "HETATM", ".", "C1", "C"
-			if c.polymer {
-				group, seq, atomName = "ATOM", strconv.Itoa(i+1), "CA"
-			}
-			fmt.Fprintf(&b, "%s %d %s %s . %s %s %d %s ? %.3f %.3f %.3f 1.0 %.2f %d %s 1\n", group, atom, el, atomName,
-				res, c.id, ci+1, seq, 3.8*float64(atom), 0.0, 0.0, plddt, i+1, c.id)
-		}
-	}
-	b.WriteString("#\n")
-	return b.String()
-}
-
-// random gives deterministic numbers in [0, 1) for a name.
-func random(name string) func(i int) float64 {
-	h := sha256.Sum256([]byte(name))
-	return func(i int) float64 { return float64(h[i%32]) / 256 }
-}
-
-func round(f float64) float64 { return math.Round(f*10000) / 10000 }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"regexp"
 	"strings"
+
+	"github.com/chaperone-bio/chaperone/internal/standin"
 )
 
 // alignment is what the inference reads of a protein chain's alignment files, as
@@ -34,7 +36,7 @@ func readAlignment(body map[string]any, seq string) (*alignment, error) {
 		if err != nil {
 			return nil, fmt.Errorf("[Errno 2] No such file or directory: '%s'", path)
 		}
-		headers, rows := parseA3M(string(b))
+		headers, rows, _ := standin.ParseA3M(string(b)) // lines before the first header are passed over
 		if len(rows) == 0 || len(rows[0]) != len(seq) {
 			return nil, fmt.Errorf("MSA query/size mismatch for protein, falling back to query only.")
 		}
@@ -57,28 +59,6 @@ func readAlignment(body map[string]any, seq string) (*alignment, error) {
 		}
 	}
 	return a, nil
-}
-
-// parseA3M gives an A3M's headers and its rows as aligned to the query: without the
-// lower-case letters of insertions.
-func parseA3M(text string) (headers, rows []string) {
-	for line := range strings.Lines(text) {
-		line = strings.TrimSpace(line)
-		switch {
-		case line == "" || strings.HasPrefix(line, "#"):
-		case strings.HasPrefix(line, ">"):
-			headers = append(headers, line[1:])
-			rows = append(rows, "")
-		case len(rows) > 0:
-			rows[len(rows)-1] += strings.Map(func(r rune) rune {
-				if r >= 'a' && r <= 'z' {
-					return -1
-				}
-				return r
-			}, line)
-		}
-	}
-	return headers, rows
 }
 
 // msaRows is the N_msa the tool logs for a target, counted as its featurizer builds the

@@ -22,7 +22,7 @@ import (
 	"github.com/chaperone-bio/chaperone/internal/standin"
 )
 
-func main() { os.Exit(run(os.Args[1:])) }
+func main() { standin.Main(run) }
 
 // keys are the keys of RFdiffusion3's inference config as rfd3/cli.py composes it
 // (configs/inference.yaml, inference_engine/{base,rfdiffusion3}.yaml); specification is a
@@ -50,7 +50,6 @@ var defaults = map[string]string{
 }
 
 func run(args []string) int {
-	standin.ServeSleeper(args)
 	if len(args) == 0 || args[0] != "design" {
 		fmt.Fprint(os.Stderr, "Usage: rfd3 [OPTIONS] COMMAND [ARGS]...\nTry 'rfd3 --help' for help.\n\nError: Missing command.\n")
 		return 2
@@ -100,8 +99,12 @@ const hydraGrammar = "See https://hydra.cc/docs/1.2/advanced/override_grammar/ba
 
 func quoted(v string) bool { return len(v) >= 2 && v[0] == '\'' && v[len(v)-1] == '\'' }
 
+// runInferencePy is where RFdiffusion3's tracebacks point.
+var runInferencePy = standin.Frame{File: "/usr/lib/python3/site-packages/rfd3/run_inference.py", Line: 1}
+
+// traceback prints a Python traceback ending in last and returns the exit status, 1.
 func traceback(last string) int {
-	fmt.Fprintf(os.Stderr, "Traceback (most recent call last):\n  File \"/usr/lib/python3/site-packages/rfd3/run_inference.py\", line 1, in run_inference\n%s\n", last)
+	fmt.Fprint(os.Stderr, runInferencePy.Traceback("run_inference", last))
 	return 1
 }
 
@@ -142,10 +145,7 @@ func design(cfg map[string]string) int {
 		if err != nil {
 			return traceback(fmt.Sprintf("FileNotFoundError: [Errno 2] No such file or directory: '%s'", input))
 		}
-		behaviour := ""
-		if i := strings.Index(string(text), "rfd3test: "); i >= 0 {
-			behaviour = strings.Fields(string(text)[i+len("rfd3test: "):])[0]
-		}
+		behaviour := standin.Behaviour(string(text), "rfd3test: ")
 		s, err := bio.ReadStructure(string(text))
 		if err != nil {
 			return traceback("ValueError: " + err.Error())
@@ -156,15 +156,15 @@ func design(cfg map[string]string) int {
 			return traceback("foundry.utils.components.ComponentValidationError: Invalid contig format: " + contigText)
 		}
 		if behaviour == "crash" {
-			return traceback("RuntimeError: CUDA error: an illegal memory access was encountered")
+			return traceback(standin.CUDACrash)
 		}
 		if behaviour == "hang" {
-			if _, err := standin.StartSleeper(); err != nil {
-				return traceback("OSError: " + err.Error())
-			}
-			for i := range 300 {
+			// The stuck helper is never ended: only stopping the process group ends it.
+			_, err := standin.Stall("", 300, time.Second, func(i int) {
 				fmt.Fprintf(os.Stderr, "Sampling diffusion step %d of %d\n", i+1, steps)
-				time.Sleep(time.Second)
+			})
+			if err != nil {
+				return traceback("OSError: " + err.Error())
 			}
 		}
 		for batch := range n {
@@ -225,9 +225,9 @@ var aminoAcids = []string{"ALA", "ARG", "ASN", "ASP", "GLU", "GLN", "GLY", "HIS"
 // calls them (made up).
 func build(name string, contig bio.Contig, s *bio.Structure, rng *rand.Rand) (string, int, error) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "data_%s\n#\nloop_\n_atom_site.group_PDB\n_atom_site.id\n_atom_site.type_symbol\n_atom_site.label_atom_id\n"+
-		"_atom_site.label_comp_id\n_atom_site.label_asym_id\n_atom_site.label_seq_id\n_atom_site.Cartn_x\n_atom_site.Cartn_y\n"+
-		"_atom_site.Cartn_z\n_atom_site.B_iso_or_equiv\n_atom_site.auth_seq_id\n_atom_site.auth_asym_id\n_atom_site.pdbx_PDB_model_num\n", name)
+	b.WriteString(standin.AtomSiteLoop(name, "group_PDB", "id", "type_symbol", "label_atom_id", "label_comp_id",
+		"label_asym_id", "label_seq_id", "Cartn_x", "Cartn_y", "Cartn_z", "B_iso_or_equiv", "auth_seq_id", "auth_asym_id",
+		"pdbx_PDB_model_num"))
 	chain, res, atom := 'A', 0, 0
 	put := func(comp string) {
 		res++
