@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/chaperone-bio/chaperone/engine"
-	"github.com/chaperone-bio/chaperone/worker/proc"
+	"github.com/chaperone-bio/chaperone/engine/proc"
 )
 
 // slotState is one slot: its GPU and the session of the warm engine it ran last.

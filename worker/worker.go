@@ -6,7 +6,7 @@
 //
 // The worker reaches the server only through Queue, in the protocol's own wire types, so
 // that it runs the same in the server's process and on another machine. It imports engine,
-// job and worker/proc of chaperone's packages, never store or artifact.
+// engine/proc, job and align of chaperone's packages, never store or artifact.
 package worker
 
 import (
@@ -23,8 +23,8 @@ import (
 
 	"github.com/chaperone-bio/chaperone/align"
 	"github.com/chaperone-bio/chaperone/engine"
+	"github.com/chaperone-bio/chaperone/engine/proc"
 	"github.com/chaperone-bio/chaperone/job"
-	"github.com/chaperone-bio/chaperone/worker/proc"
 )
 
 // Config is a worker's setup.

@@ -36,7 +36,8 @@ const (
 	pathRelease   = Prefix + "release"
 	pathHandBack  = Prefix + "hand-back"
 	pathRemove    = Prefix + "remove"
-	// pathToken answers who a token is and changes nothing, for `chaperone doctor`.
+	// pathToken answers who a token is and changes nothing, for `chaperone doctor`, which
+	// asks it with a request of its own (doctor stands below the worker's packages).
 	pathToken = Prefix + "token"
 )
 
