@@ -5,7 +5,8 @@
 // an artifact folder, a clock it controls) and drives it through the transport, looking at
 // the stores directly for what the protocol does not show.
 //
-// It is a test helper: only tests import it.
+// It is a test helper: only tests import it. It imports worker, worker/backend, store,
+// store/sqlite, artifact, artifact/fs and job.
 package queuetest
 
 import (

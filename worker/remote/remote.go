@@ -12,8 +12,8 @@
 // starting over (see Client.PutArtifact). Every error is a problem detail of the public
 // API's types (package problem).
 //
-// It imports worker, job, store (for the key record), apikey and api/problem of
-// chaperone's packages.
+// It imports worker, job, store (for the key record), artifact (its log offset error),
+// apikey and api/problem of chaperone's packages.
 package remote
 
 import (
