@@ -7,13 +7,15 @@
 // worker token and offers the models that can run here.
 //
 // A model's reason uses the words the catalog shows for it (engine.PublicReason): what
-// doctor prints is what GET /v1/models will say. It imports engine, client and
-// worker/remote.
+// doctor prints is what GET /v1/models will say. It imports engine and client (the Go SDK,
+// for the server's health and catalog); it asks the server about the worker token with
+// one request of its own (server.go) rather than through the worker's client
+// (worker/remote): the worker side uses doctor (worker/slurm, the worker's start), so
+// doctor stands below it and imports nothing of it.
 package doctor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -21,9 +23,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/chaperone-bio/chaperone/client"
 	"github.com/chaperone-bio/chaperone/engine"
-	"github.com/chaperone-bio/chaperone/worker/remote"
 )
 
 // Config is what to check.
@@ -263,20 +263,17 @@ func checkMSA(ctx context.Context, hc *http.Client, url string) Line {
 		return Line{Skipped, "no alignment server configured"}
 	}
 	start := time.Now()
-	status, err := get(ctx, hc, url, nil)
+	status, err := get(ctx, hc, url)
 	if err != nil {
 		return Line{No, fmt.Sprintf("%s is not reachable: %v", url, err)}
 	}
 	return Line{OK, fmt.Sprintf("%s answered %d in %s", url, status, time.Since(start).Round(time.Millisecond))}
 }
 
-func get(ctx context.Context, hc *http.Client, url string, header http.Header) (int, error) {
+func get(ctx context.Context, hc *http.Client, url string) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, err
-	}
-	for k, v := range header {
-		req.Header[k] = v
 	}
 	res, err := hc.Do(req)
 	if err != nil {
@@ -284,65 +281,4 @@ func get(ctx context.Context, hc *http.Client, url string, header http.Header) (
 	}
 	res.Body.Close()
 	return res.StatusCode, nil
-}
-
-// checkServer asks the server whether it answers, is ready, accepts the worker token, and
-// offers the models that can run here. Every call it makes changes nothing there.
-func checkServer(ctx context.Context, cfg Config, models []ModelReport) *ServerReport {
-	s := &ServerReport{URL: cfg.Server, Offered: []string{}, NotOffered: []string{}}
-	c, err := client.New(cfg.Server, client.WithHTTPClient(cfg.HTTP), client.WithRetry(client.Retry{Attempts: 1}))
-	if err != nil {
-		s.Reached = Line{No, err.Error()}
-		s.Token = Line{Skipped, "the server was not reached"}
-		return s
-	}
-	h, err := c.Health(ctx)
-	if err != nil {
-		s.Reached = Line{No, fmt.Sprintf("%s did not answer: %v", cfg.Server, err)}
-		s.Token = Line{Skipped, "the server was not reached"}
-		return s
-	}
-	s.Version, s.Ready = h.Version, h.Ready
-	s.Reached = Line{OK, fmt.Sprintf("chaperone %s, API %s", h.Version, h.APIVersion)}
-	if !h.Ready {
-		s.Reached = Line{Warn, fmt.Sprintf("chaperone %s is still starting (/v1/ready is not ready)", h.Version)}
-	}
-	s.Token = checkToken(ctx, cfg)
-	cat, err := c.Models(ctx)
-	if err != nil {
-		return s
-	}
-	offered := map[string]bool{}
-	for _, m := range cat.Models {
-		offered[m.ID] = true
-	}
-	for _, m := range models {
-		switch {
-		case m.Status == No:
-		case offered[m.Model]:
-			s.Offered = append(s.Offered, m.Model)
-		default:
-			s.NotOffered = append(s.NotOffered, m.Model)
-		}
-	}
-	return s
-}
-
-func checkToken(ctx context.Context, cfg Config) Line {
-	if cfg.Token == "" {
-		return Line{Skipped, "no --token given"}
-	}
-	q, err := remote.NewClient(cfg.Server, cfg.Token)
-	if err != nil {
-		return Line{No, err.Error()}
-	}
-	q.HTTP = cfg.HTTP
-	info, err := q.Token(ctx)
-	switch {
-	case errors.Is(err, remote.ErrUnauthorized):
-		return Line{No, "the server refuses the token as a worker token (unknown, revoked, or an API key: create one with chaperone keys create --worker)"}
-	case err != nil:
-		return Line{No, err.Error()}
-	}
-	return Line{OK, fmt.Sprintf("accepted as the worker token %q", info.Name)}
 }

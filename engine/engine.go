@@ -1,8 +1,11 @@
 // Package engine defines how chaperone drives an upstream model tool: an Engine declares
 // the catalog models it serves, checks that its tool is present, and runs one job in a work
-// folder; a Diagnoser also says what `chaperone doctor` reports of its tool. One subpackage per upstream tool implements it; the registry here collects them,
-// engine/toolkit holds what they all repeat, and engine/conformance is the test suite every
-// one of them passes. It imports job and bio (the parsed input that InputRules check).
+// folder; a Diagnoser also says what `chaperone doctor` reports of its tool. One subpackage
+// per upstream tool implements it; the registry here collects them, engine/toolkit holds
+// what they all repeat, engine/proc runs and supervises their tools' processes (for the
+// worker and the engines' tests alike), and engine/conformance is the test suite every one
+// of them passes. It imports job, bio (the parsed input that InputRules check) and align
+// (the alignments a run is given).
 package engine
 
 import (

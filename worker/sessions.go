@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/chaperone-bio/chaperone/engine"
-	"github.com/chaperone-bio/chaperone/worker/proc"
+	"github.com/chaperone-bio/chaperone/engine/proc"
 )
 
 // slotState is one slot: its GPU and the session of the warm engine it ran last.
@@ -81,4 +82,19 @@ func (w *Worker) closeSession(s *slotState) {
 // a restarted worker clears it and kills what a crashed run left running from it.
 func (w *Worker) sessionDir(s *slotState, engineName string) string {
 	return filepath.Join(w.cfg.WorkDir, fmt.Sprintf("session-%d-%s", s.index, engineName))
+}
+
+// loadedModels lists the models that the slots' sessions hold loaded now, as the sessions
+// themselves report it.
+func (w *Worker) loadedModels() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for _, s := range w.slots {
+		if s.session != nil {
+			out = append(out, s.session.Loaded()...)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }

@@ -35,8 +35,9 @@
 // scripts to make it lie about its exit status or hide an option from its --help, so it
 // must be an executable that honours the tool's real command line. Jobs are given as the
 // catalog accepted them; the suite passes their params through JSON as the job store does,
-// so the engine sees every number as a float64. Runs use worker/proc.Exec, as the worker
-// does. The suite imports engine, job, bio and worker/proc.
+// so the engine sees every number as a float64. Runs use engine/proc.Exec, as the worker
+// does. The suite imports engine, engine/proc, job, bio and internal/execfile (it is test
+// code: only tests import it).
 package conformance
 
 import (
@@ -59,9 +60,9 @@ import (
 
 	"github.com/chaperone-bio/chaperone/bio"
 	"github.com/chaperone-bio/chaperone/engine"
+	"github.com/chaperone-bio/chaperone/engine/proc"
 	"github.com/chaperone-bio/chaperone/internal/execfile"
 	"github.com/chaperone-bio/chaperone/job"
-	"github.com/chaperone-bio/chaperone/worker/proc"
 )
 
 // Harness is what an engine's test gives the suite.

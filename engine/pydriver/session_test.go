@@ -17,11 +17,11 @@ import (
 	"time"
 
 	"github.com/chaperone-bio/chaperone/engine"
+	"github.com/chaperone-bio/chaperone/engine/proc"
 	"github.com/chaperone-bio/chaperone/engine/pydriver/pydrivertest"
 	"github.com/chaperone-bio/chaperone/engine/toolkit/npy"
 	"github.com/chaperone-bio/chaperone/internal/execfile"
 	"github.com/chaperone-bio/chaperone/job"
-	"github.com/chaperone-bio/chaperone/worker/proc"
 )
 
 // waitTimeout bounds every wait of these tests on the driver.

@@ -15,10 +15,10 @@ import (
 
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/pins"
+	"github.com/chaperone-bio/chaperone/engine/proc"
 	"github.com/chaperone-bio/chaperone/engine/pydriver/pydrivertest"
 	"github.com/chaperone-bio/chaperone/internal/realtools"
 	"github.com/chaperone-bio/chaperone/job"
-	"github.com/chaperone-bio/chaperone/worker/proc"
 )
 
 // upstreamSession starts a session of eng with a real package's interpreter and tools, as
@@ -231,7 +231,7 @@ func TestUpstreamAWarmSessionOfTheRealPackage(t *testing.T) {
 	}
 }
 
-// child is the process a supervisor started (worker/proc runs each command under one).
+// child is the process a supervisor started (engine/proc runs each command under one).
 func child(t *testing.T, pid int) int {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))

@@ -1,8 +1,8 @@
 // Package enginerun runs one job on an engine as the worker does, for the tests of an
 // engine: a job validated by the catalog as the API does, with its params as the job store
 // gives them back (every number a float64), a fresh work folder, the tool's processes
-// under worker/proc, and the run log and progress recorded. It imports catalog, engine,
-// job and worker/proc.
+// under engine/proc, and the run log and progress recorded. It imports catalog, engine,
+// engine/proc, align and job.
 package enginerun
 
 import (
@@ -10,15 +10,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/chaperone-bio/chaperone/align"
 	"os"
 	"sync"
 	"testing"
 
+	"github.com/chaperone-bio/chaperone/align"
 	"github.com/chaperone-bio/chaperone/catalog"
 	"github.com/chaperone-bio/chaperone/engine"
+	"github.com/chaperone-bio/chaperone/engine/proc"
 	"github.com/chaperone-bio/chaperone/job"
-	"github.com/chaperone-bio/chaperone/worker/proc"
 )
 
 // DesignJob validates a design request (its JSON body) with the default catalog and
@@ -109,7 +109,7 @@ func (r *Recorder) Stages() []string {
 	return out
 }
 
-// Exec runs a command in workDir under worker/proc, its output into the log.
+// Exec runs a command in workDir under engine/proc, its output into the log.
 func (r *Recorder) Exec(workDir string) func(context.Context, engine.Command) error {
 	return func(ctx context.Context, c engine.Command) error { return proc.Exec(ctx, workDir, &r.Log, c) }
 }

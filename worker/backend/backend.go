@@ -5,7 +5,8 @@
 // of log and artifact writes by attempt, recovering the leases of lost workers, and
 // dropping the files of attempts that lost their lease.
 //
-// It imports worker (for the wire types), store, artifact and job of chaperone's packages.
+// It imports worker (for the wire types), store, artifact, align (the searched alignments a
+// lease carries) and job of chaperone's packages.
 package backend
 
 import (

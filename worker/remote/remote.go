@@ -12,8 +12,8 @@
 // starting over (see Client.PutArtifact). Every error is a problem detail of the public
 // API's types (package problem).
 //
-// It imports worker, job, store (for the key record), apikey and api/problem of
-// chaperone's packages.
+// It imports worker, job, store (for the key record), artifact (its log offset error),
+// apikey and api/problem of chaperone's packages.
 package remote
 
 import (
@@ -36,7 +36,8 @@ const (
 	pathRelease   = Prefix + "release"
 	pathHandBack  = Prefix + "hand-back"
 	pathRemove    = Prefix + "remove"
-	// pathToken answers who a token is and changes nothing, for `chaperone doctor`.
+	// pathToken answers who a token is and changes nothing, for `chaperone doctor`, which
+	// asks it with a request of its own (doctor stands below the worker's packages).
 	pathToken = Prefix + "token"
 )
 

@@ -207,3 +207,17 @@ func artifacts(dir string) ([]string, error) {
 
 // shellQuote quotes s for sh.
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// touch sets a file's modification time to now, creating it when missing.
+func touch(path string) error {
+	now := time.Now()
+	if err := os.Chtimes(path, now, now); err == nil || !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return os.WriteFile(path, nil, 0o644)
+}

@@ -2,17 +2,49 @@ package slurm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/chaperone-bio/chaperone/job"
+	"github.com/chaperone-bio/chaperone/worker"
 )
+
+// forward sends what a queued or running batch job wrote since the last tick, with a
+// heartbeat. While Slurm holds the job pending, its stage is scheduler and the log says
+// why it waits.
+func (e *Executor) forward(ctx context.Context, t *tracked, q QueueEntry) {
+	hb := worker.Heartbeat{Fence: t.lease.Fence}
+	// Once the batch job reported progress it runs, whatever squeue said last.
+	if q.State == "PENDING" && t.progress == nil {
+		if q.Reason != t.reason {
+			t.reason = q.Reason
+			e.appendLog(ctx, t, fmt.Sprintf("== chaperone: Slurm job %s pending in partition %s (%s) ==\n", t.slurmID, q.Partition, q.Reason))
+		}
+		if t.stage != job.StageScheduler {
+			t.stage = job.StageScheduler
+			hb.Progress = &job.Progress{Stage: job.StageScheduler, Total: t.lease.Total}
+		}
+	} else if q.State != "" && t.stage == job.StageScheduler {
+		// Running on a node, before the batch job's first progress arrives.
+		t.stage = job.StageStarting
+		hb.Progress, hb.Activity = &job.Progress{Stage: job.StageStarting, Total: t.lease.Total}, true
+	}
+	if e.forwardLog(ctx, t) {
+		hb.Activity = true
+	}
+	if p, ok := e.newProgress(t); ok {
+		hb.Progress, hb.Activity = p, true
+	}
+	e.heartbeat(ctx, t, hb)
+}
 
 // The run log of a job that Slurm runs is the executor's own lines and what the batch job
 // writes to its folder's log, which the executor forwards at every tick. Both go to the
@@ -117,4 +149,18 @@ func readSent(b []byte) (sentLog, streamed int64) {
 		streamed, _ = strconv.ParseInt(f[1], 10, 64)
 	}
 	return sentLog, streamed
+}
+
+// newProgress is the batch job's progress when it changed since it was last forwarded.
+func (e *Executor) newProgress(t *tracked) (*job.Progress, bool) {
+	b, err := os.ReadFile(filepath.Join(t.dir, fileProgress))
+	if err != nil || slices.Equal(b, t.progress) {
+		return nil, false
+	}
+	var p job.Progress
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, false
+	}
+	t.progress, t.stage = b, p.Stage
+	return &p, true
 }

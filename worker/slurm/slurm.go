@@ -9,7 +9,15 @@
 // Inside the batch job the worker package runs the job with its own code, through a
 // worker.Queue that writes to the folder instead of the network (folderQueue).
 //
-// It imports worker, engine and job of chaperone's packages.
+// The executor's files follow a job's way: executor.go starts it, leases, and takes up
+// the folders of an earlier run; submit.go writes a lease's folder and submits its batch
+// job; follow.go keeps the leases of the jobs held and polls squeue; forward.go forwards
+// what a batch job wrote (log, progress); finish.go completes a job once its batch job
+// ended, as ends.go reads Slurm's end; probe.go asks the compute nodes what they can run.
+// Slurm's commands are in this file, the folder's layout in folder.go, and the batch
+// job's side in batch.go.
+//
+// It imports worker, doctor (for the probe), engine and job of chaperone's packages.
 package slurm
 
 import (

@@ -30,6 +30,9 @@
 // A binary that imports this package becomes a supervisor when its environment says so,
 // in this package's init, before its main or TestMain runs.
 //
+// It lives under engine because it carries out what engine.Run promises an engine (Exec,
+// and Start for a warm session): the worker runs every tool through it, and so do the
+// engines' own tests and their conformance suite, which must not depend on the worker.
 // It imports engine for the Command and Process types and nothing else of chaperone's.
 package proc
 
