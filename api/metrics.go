@@ -19,7 +19,7 @@ type metrics struct {
 	latency  *prometheus.HistogramVec
 }
 
-func newMetrics(s *Server) *metrics {
+func newMetrics(s *Server, more []prometheus.Collector) *metrics {
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -38,6 +38,7 @@ func newMetrics(s *Server) *metrics {
 	}, func() float64 { return float64(s.holding.Load()) })
 	m.registry.MustRegister(m.requests, m.latency, held, &stateCollector{s: s},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.registry.MustRegister(more...)
 	return m
 }
 

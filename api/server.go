@@ -11,6 +11,7 @@ import (
 	_ "embed"
 	"encoding/hex"
 	"errors"
+	"github.com/prometheus/client_golang/prometheus"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -67,6 +68,9 @@ type Config struct {
 	// Workers serves the worker protocol to workers on other machines under WorkerPrefix,
 	// with authentication of its own (worker tokens); nil serves none.
 	Workers http.Handler
+	// Collectors add the metrics of the server's other parts (the alignment stage) to
+	// /metrics.
+	Collectors []prometheus.Collector
 }
 
 // WorkerPrefix is where Config.Workers is served, apart from the caller routes.
@@ -138,7 +142,7 @@ func New(cfg Config) *Server {
 	}
 	s.conns = newClientCounts(s.cat.Limits.ConnectionsPerClient)
 	s.held = newClientCounts(s.cat.Limits.HeldWaitsPerClient)
-	s.metrics = newMetrics(s)
+	s.metrics = newMetrics(s, cfg.Collectors)
 	s.finishes = newFinishWatch(s.store)
 	s.routes(!cfg.MetricsElsewhere)
 	return s

@@ -24,6 +24,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/chaperone-bio/chaperone/align"
 	"github.com/chaperone-bio/chaperone/aligner"
 	"github.com/chaperone-bio/chaperone/api"
@@ -271,6 +273,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		MetricsElsewhere: cfg.MetricsAddr != "",
 		Starting:         starting,
 		Workers:          remoteWorkers,
+		Collectors:       []prometheus.Collector{alignmentMetrics{stage}},
 	})
 	webapp := web.New(web.Config{AssetDir: cfg.WebAssets, Logger: log})
 	srv.Handle("GET /{$}", srv.Session(webapp.Page()))

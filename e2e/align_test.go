@@ -49,6 +49,12 @@ func TestAPredictionIsAlignedBeforeAWorkerTakesIt(t *testing.T) {
 	s.waitStatus(single, "succeeded")
 	mustf(t, msa.Total() == 1, "a job with use_msa_server false was searched: %d searches in all", msa.Total())
 
+	metrics := string(s.get("/metrics").expect(http.StatusOK).Body)
+	for _, want := range []string{`chaperone_alignment_searches_total{how="searched"} 1`, `chaperone_alignment_searches_total{how="cache"} 1`,
+		`chaperone_alignment_jobs_total{result="aligned"} 2`, `chaperone_alignment_jobs_total{result="failed"} 0`} {
+		mustf(t, strings.Contains(metrics, want), "/metrics lacks %s:\n%s", want, metrics)
+	}
+
 	doc := s.get("/v1/models").expect(http.StatusOK).json()
 	mustf(t, doc["msa_server"] == msa.URL && strings.Contains(doc["msa_search"].(string), "server "+msa.URL),
 		"/v1/models says msa_server %v, msa_search %v; want the stand-in", doc["msa_server"], doc["msa_search"])
