@@ -1,6 +1,8 @@
 // Package postgres is chaperone's store for deployments of more than one process: the whole
 // state in one PostgreSQL database, through pgx, shared by any number of serve replicas and
-// reapers. It implements store.Store and passes store/storetest.
+// reapers. It implements store.Store and passes store/storetest. What every SQL store does
+// alike is store/internal/sqlstore's; this package holds how PostgreSQL is opened, written
+// and listened to, and its dialect (dialect.go).
 //
 // What one SQLite writer serialised, the database decides here:
 //   - creates take transaction-scoped advisory locks, one per owner (idempotency, the
@@ -16,14 +18,13 @@
 // LISTEN connection per store, so Watch wakes on every replica. Nothing read is cached:
 // every replica reads what the database holds, summaries and keys included.
 //
-// It imports job, store and store/notify.
+// It imports job, store, store/notify and store/internal/sqlstore.
 package postgres
 
 import (
 	"context"
 	"crypto/rand"
 	"embed"
-	"errors"
 	"fmt"
 	"io/fs"
 	"strings"
@@ -31,13 +32,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 
 	"github.com/chaperone-bio/chaperone/store"
+	"github.com/chaperone-bio/chaperone/store/internal/sqlstore"
 	"github.com/chaperone-bio/chaperone/store/notify"
 )
 
@@ -55,6 +56,8 @@ func IsURL(s string) bool {
 
 // Store is a store.Store in a PostgreSQL database.
 type Store struct {
+	*sqlstore.Core
+
 	pool *pgxpool.Pool
 	hub  notify.Hub
 	// origin tells this store's notifications, which write delivers itself, from others'.
@@ -90,6 +93,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{pool: pool, origin: rand.Text(), listenDone: make(chan struct{})}
+	s.Core = sqlstore.New(driver{querier{pool}, s}, dialect)
 	if err := pool.QueryRow(ctx, `SELECT current_setting('max_connections')::int`).Scan(&s.maxConns); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -208,11 +212,11 @@ func (s *Store) Close() error {
 // announced: to the other stores on the database by NOTIFY, delivered at commit, and to
 // this store's watchers right after the commit, before write returns, so that a caller
 // that watched before writing sees its own change at once.
-func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx, changed func(...string)) error) error {
+func (s *Store) write(ctx context.Context, fn sqlstore.WriteFunc) error {
 	var ids []string
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		ids = ids[:0]
-		if err := fn(tx, func(id ...string) { ids = append(ids, id...) }); err != nil {
+		if err := fn(ctx, querier{tx}, func(id ...string) { ids = append(ids, id...) }); err != nil {
 			return err
 		}
 		if len(ids) == 0 {
@@ -229,26 +233,4 @@ func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx, changed func(...st
 		s.hub.Publish(id)
 	}
 	return nil
-}
-
-// Times are timestamptz, NULL for the zero time; read back in UTC.
-
-func tsOrNull(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return t
-}
-
-func utc(t *time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return t.UTC()
-}
-
-// isUnique reports whether err violates the unique constraint or index named constraint.
-func isUnique(err error, constraint string) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == constraint
 }

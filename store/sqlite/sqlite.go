@@ -1,6 +1,8 @@
 // Package sqlite is chaperone's embedded store: the whole state of a one-machine
 // deployment in one SQLite file, through the pure-Go modernc.org/sqlite driver. It
-// implements store.Store and passes store/storetest.
+// implements store.Store and passes store/storetest. What every SQL store does alike is
+// store/internal/sqlstore's; this package holds how SQLite is opened and written, its
+// dialect (dialect.go) and its caches of summaries and keys.
 //
 // Concurrency follows the usual recipe for SQLite in WAL mode: one writer connection whose
 // transactions take the write lock at BEGIN (_txlock=immediate, so a transaction never
@@ -13,7 +15,7 @@
 // loss or OS crash, not only a crash of the process. The fsync that FULL adds to a commit is
 // shared by every write of a group, which keeps durable creates cheap under load.
 //
-// It imports job, store and store/notify.
+// It imports job, store, store/notify and store/internal/sqlstore.
 package sqlite
 
 import (
@@ -34,6 +36,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/chaperone-bio/chaperone/store"
+	"github.com/chaperone-bio/chaperone/store/internal/sqlstore"
 	"github.com/chaperone-bio/chaperone/store/notify"
 )
 
@@ -42,6 +45,8 @@ var migrations embed.FS
 
 // Store is a store.Store in one SQLite file.
 type Store struct {
+	*sqlstore.Core
+
 	w    *sql.DB // the one writer connection, used by the writer goroutine only
 	r    *sql.DB // query-only readers
 	hub  notify.Hub
@@ -109,6 +114,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	s.Core = sqlstore.New(driver{querier{on: r, stmts: s.st.reads}, s}, dialect)
 	s.keys.changes = openChangeDetector(path)
 	return s, nil
 }
@@ -152,19 +158,3 @@ func (s *Store) Close() error {
 
 // Watch implements store.Store.
 func (s *Store) Watch(ctx context.Context, id string) <-chan struct{} { return s.hub.Watch(ctx, id) }
-
-// Times are stored as unix milliseconds, NULL for the zero time.
-
-func msOrNull(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return t.UnixMilli()
-}
-
-func fromMs(v sql.NullInt64) time.Time {
-	if !v.Valid {
-		return time.Time{}
-	}
-	return time.UnixMilli(v.Int64).UTC()
-}

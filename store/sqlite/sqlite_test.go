@@ -208,20 +208,6 @@ func TestUpgrade(t *testing.T) {
 	}
 }
 
-func TestCursorRoundTrip(t *testing.T) {
-	t.Parallel()
-	for _, seq := range []int64{1, 42, 1 << 53} {
-		if got, err := decodeCursor(encodeCursor(seq)); err != nil || got != seq {
-			t.Errorf("decodeCursor(encodeCursor(%d)) = %d, %v", seq, got, err)
-		}
-	}
-	for _, bad := range []string{"", "MA", "LTE", "%%"} { // "", "0", "-1", not base64
-		if _, err := decodeCursor(bad); err == nil {
-			t.Errorf("decodeCursor(%q) accepted", bad)
-		}
-	}
-}
-
 // benchJob is a prediction of a realistic size: a couple of targets and the params a
 // caller sees after defaults were filled in.
 func benchJob(i int, at time.Time) *job.Job {

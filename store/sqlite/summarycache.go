@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"context"
 	"sync"
 
 	"github.com/chaperone-bio/chaperone/store"
@@ -79,4 +80,18 @@ func (c *summaryCache) forget(ids []string) {
 	for _, id := range ids {
 		delete(c.entries, id)
 	}
+}
+
+// GetJobSummary implements store.Jobs, through the cache.
+func (s *Store) GetJobSummary(ctx context.Context, id string) (*store.JobSummary, error) {
+	if j, ok := s.summaries.get(id); ok {
+		return j, nil
+	}
+	epoch := s.summaries.begin()
+	j, err := s.Core.GetJobSummary(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	s.summaries.put(j, epoch)
+	return j, nil
 }
