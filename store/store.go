@@ -1,6 +1,7 @@
 // Package store defines where chaperone keeps its state: jobs (the job row is the queue),
 // workers, API keys and idempotency entries. Implementations live in subpackages (sqlite,
-// and later postgres); every implementation must pass the conformance suite in storetest.
+// postgres; what the two share is store/internal/sqlstore's); every implementation must
+// pass the conformance suite in storetest.
 package store
 
 import (
