@@ -33,8 +33,8 @@ const (
 	selectJob   = `SELECT ` + jobCols + ` FROM jobs WHERE id = $1`
 )
 
-// keyEpoch reads the counter of changes to api_keys (migration 00004).
-const keyEpoch = `SELECT n FROM counters WHERE name = 'keys'`
+// selectKeyEpoch reads the counter of changes to api_keys (migration 00004).
+const selectKeyEpoch = `SELECT n FROM counters WHERE name = 'keys'`
 
 var dialect = sqlstore.Dialect{
 	Name:        "sqlite",

@@ -19,7 +19,7 @@ type driver struct {
 
 var _ sqlstore.Driver = driver{}
 
-// Exec writes alone, as a write of its own in the next group.
+// Exec writes alone, as a write of its own in the next group, never on the readers.
 func (d driver) Exec(ctx context.Context, query string, args ...any) (int64, error) {
 	var n int64
 	err := d.s.write(ctx, func(ctx context.Context, tx *sql.Tx, _ func(...string)) error {

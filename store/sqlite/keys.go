@@ -50,6 +50,6 @@ func (s *Store) KeyByHash(ctx context.Context, hash string) (*store.Key, error) 
 // keyEpoch reads the counter of changes to api_keys.
 func (s *Store) keyEpoch(ctx context.Context) (int64, error) {
 	var n int64
-	err := s.st.reads[keyEpoch].QueryRowContext(ctx).Scan(&n)
+	err := s.st.reads[selectKeyEpoch].QueryRowContext(ctx).Scan(&n)
 	return n, err
 }

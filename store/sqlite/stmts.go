@@ -18,7 +18,7 @@ type stmts struct {
 
 func (st *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 	reads, writes := dialect.HotStatements()
-	reads = append(reads, keyEpoch)
+	reads = append(reads, selectKeyEpoch)
 	writes = append(writes, insertJob, insertInput, selectJob)
 	st.reads, st.writes = map[string]*sql.Stmt{}, map[string]*sql.Stmt{}
 	for _, p := range []struct {
