@@ -35,6 +35,7 @@ type Store interface {
 	FinishAlignment(ctx context.Context, id, holder string, now time.Time, failure string) error
 	ClaimSearch(ctx context.Context, key, holder string, now, until time.Time) (bool, error)
 	ReleaseSearch(ctx context.Context, key, holder string) error
+	ReleaseAligner(ctx context.Context, holder string) ([]string, error)
 	Watch(ctx context.Context, id string) <-chan struct{}
 }
 
@@ -43,7 +44,9 @@ type Config struct {
 	Store    Store
 	Cache    *Cache
 	Searcher align.Searcher
-	// Holder names this stage in its claims; a fresh random name when empty.
+	// Holder names this stage in its claims: a name it keeps when it starts again (a
+	// replica's host and data folder), so that it frees at once the claims it held before
+	// it died; a fresh random name when empty.
 	Holder string
 	// Slots is how many jobs it aligns at once; default 4.
 	Slots int
@@ -120,9 +123,15 @@ func (s *Stage) count(f func(*Stats)) {
 	s.mu.Unlock()
 }
 
-// Run aligns jobs until ctx ends. A job it holds when ctx ends stays claimed until its
-// claim runs out, and then another stage takes it.
+// Run aligns jobs until ctx ends. It first frees the claims an earlier run under its name
+// left (they died with it). A job it holds when ctx ends stays claimed until its claim
+// runs out, and then another stage takes it.
 func (s *Stage) Run(ctx context.Context) {
+	if freed, err := s.cfg.Store.ReleaseAligner(ctx, s.cfg.Holder); err != nil {
+		s.cfg.Log.Error("freeing the claims of an earlier run", "error", err)
+	} else if len(freed) > 0 {
+		s.cfg.Log.Warn("freed the alignment claims an earlier run of this replica held", "jobs", len(freed))
+	}
 	var wg sync.WaitGroup
 	for range s.cfg.Slots {
 		wg.Go(func() { s.slot(ctx) })

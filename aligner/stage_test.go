@@ -57,11 +57,14 @@ func newEnv(t *testing.T, delay time.Duration) *env {
 }
 
 // stage starts a stage, as a replica would, until the test ends.
-func (e *env) stage(searcher align.Searcher) *aligner.Stage {
+func (e *env) stage(searcher align.Searcher) *aligner.Stage { return e.stageNamed("", searcher) }
+
+// stageNamed starts a stage that claims under the name holder.
+func (e *env) stageNamed(holder string, searcher align.Searcher) *aligner.Stage {
 	if searcher == nil {
 		searcher = e.searcher
 	}
-	s := aligner.New(aligner.Config{Store: e.store, Cache: e.cache, Searcher: searcher, Slots: 3,
+	s := aligner.New(aligner.Config{Store: e.store, Cache: e.cache, Searcher: searcher, Slots: 3, Holder: holder,
 		ClaimTTL: 5 * time.Second, Poll: 10 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -232,5 +235,22 @@ func TestCancelStopsTheSearch(t *testing.T) {
 	}
 	if j, _ := e.store.GetJobSummary(context.Background(), id); j.Status != job.Canceled {
 		t.Errorf("job status %s; want canceled", j.Status)
+	}
+}
+
+// A replica killed while it searched held its job's claim; started again under its name,
+// it frees that claim at once instead of leaving the job for the claim to run out (here
+// an hour).
+func TestARestartedStageTakesUpTheJobsItHeldAtOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 0)
+	id := e.create(chains(ubiquitin))
+	now := time.Now()
+	if j, err := e.store.ClaimAlignment(context.Background(), "replica-a", now, now.Add(time.Hour)); err != nil || j == nil || j.ID != id {
+		t.Fatalf("the earlier run's claim: %v, %v", j, err)
+	}
+	e.stageNamed("replica-a", nil)
+	if j := e.aligned(id); j.Status != job.Queued || j.Aligning {
+		t.Fatalf("job after the restart: status %s, aligning %v, error %q", j.Status, j.Aligning, j.Error)
 	}
 }

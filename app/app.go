@@ -8,6 +8,7 @@ package app
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -246,7 +247,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	queue := backend.New(backend.Config{Store: st, Artifacts: arts, MaxAttempts: cfg.MaxAttempts,
 		LeaseTTL: cfg.LeaseTTL, Heartbeat: cfg.Heartbeat, Alignments: alignments, Logger: log})
 	stage := aligner.New(aligner.Config{Store: st, Cache: alignments, Searcher: searcher, Slots: cfg.AlignSlots,
-		Log: log.With("part", "aligner")})
+		Holder: alignerName(cfg.DataDir), Log: log.With("part", "aligner")})
 	remoteWorkers, err := remote.NewHandler(remote.HandlerConfig{Queue: queue, Keys: st, Leases: queue,
 		Staging: filepath.Join(cfg.DataDir, "uploads"), StagingPerJob: cfg.StagingPerJob, StagingPerWorker: cfg.StagingPerWorker,
 		SweepEvery: cfg.LeaseTTL, PublicURL: cfg.PublicURL, Logger: log})
@@ -571,4 +572,15 @@ func GPUs() []string {
 		out[i] = strconv.Itoa(n)
 	}
 	return out
+}
+
+// alignerName names a server's alignment stage in its claims: the same on every start of
+// the same replica (its host and data folder), different for two replicas of one host.
+func alignerName(dataDir string) string {
+	host, _ := os.Hostname()
+	if abs, err := filepath.Abs(dataDir); err == nil {
+		dataDir = abs
+	}
+	sum := sha256.Sum256([]byte(dataDir))
+	return fmt.Sprintf("aligner-%s-%x", host, sum[:4])
 }

@@ -227,6 +227,12 @@ type Aligning interface {
 	ClaimSearch(ctx context.Context, key, holder string, now, until time.Time) (bool, error)
 	// ReleaseSearch drops holder's claim on key; releasing a claim not held is no error.
 	ReleaseSearch(ctx context.Context, key, holder string) error
+	// ReleaseAligner drops every claim of the aligner named holder: its claims on jobs
+	// (which become free to claim, stage "" again) and its claims on searches, those it
+	// holds as holder and as holder + "/" + anything. An aligner that starts again under
+	// the same name calls it, since the claims it held died with it; without it, its jobs
+	// would wait for the claims to run out. It returns the jobs it freed.
+	ReleaseAligner(ctx context.Context, holder string) ([]string, error)
 }
 
 // History is what the store can tell of the work it holds and has held, for callers that

@@ -469,3 +469,40 @@ func testClaimAlignmentConcurrent(t *testing.T, open func(*testing.T) store.Stor
 		t.Errorf("%d jobs claimed, want %d", len(holders), jobs)
 	}
 }
+
+// testReleaseAligner: an aligner that starts again under its name frees the jobs and the
+// searches it held, at once, and touches no other aligner's, even one whose name its own
+// name would match as a pattern.
+func testReleaseAligner(t *testing.T, open func(*testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	mine, other := create(t, s, newAligningJob(alice)), create(t, s, newAligningJob(bob))
+	claim(t, s, "replica_1", t0, mine)
+	claim(t, s, "replicaX1", t0, other)
+	for key, holder := range map[string]string{"k-mine": "replica_1/s1", "k-own-name": "replica_1", "k-other": "replicaX1/s2"} {
+		if ok, err := s.ClaimSearch(ctx, key, holder, t0, t0.Add(claimFor)); err != nil || !ok {
+			t.Fatalf("ClaimSearch(%s, %s) = %v, %v", key, holder, ok, err)
+		}
+	}
+	queued := s.Watch(ctx, "")
+	freed, err := s.ReleaseAligner(ctx, "replica_1")
+	if err != nil || len(freed) != 1 || freed[0] != mine.ID {
+		t.Fatalf("ReleaseAligner = %v, %v; want job %s", freed, err, mine.ID)
+	}
+	fired(t, queued, "ReleaseAligner: a job is free to claim")
+	if j := get(t, s, mine.ID); j.Stage != "" || !j.Aligning || j.Status != job.Queued {
+		t.Errorf("a released job is %s at stage %q, aligning %v; want queued, stage \"\", aligning", j.Status, j.Stage, j.Aligning)
+	}
+	claim(t, s, "replica_1", t0.Add(time.Second), mine) // before its old claim would have run out
+	wantErr(t, "RenewAlignment of another aligner's job after a release",
+		s.RenewAlignment(ctx, other.ID, "replicaX1", t0, t0.Add(claimFor)), nil)
+	for key, want := range map[string]bool{"k-mine": true, "k-own-name": true, "k-other": false} {
+		ok, err := s.ClaimSearch(ctx, key, "newcomer", t0.Add(time.Second), t0.Add(claimFor))
+		if err != nil || ok != want {
+			t.Errorf("ClaimSearch(%s) after the release = %v, %v; want %v", key, ok, err, want)
+		}
+	}
+	if freed, err := s.ReleaseAligner(ctx, "nobody"); err != nil || len(freed) != 0 {
+		t.Errorf("ReleaseAligner of an aligner holding nothing = %v, %v", freed, err)
+	}
+}

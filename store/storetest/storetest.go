@@ -71,6 +71,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"AligningSummariesFollow", testAligningSummariesFollow},
 		{"ClaimSearch", testClaimSearch},
 		{"ClaimSearchConcurrent", testClaimSearchConcurrent},
+		{"ReleaseAligner", testReleaseAligner},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

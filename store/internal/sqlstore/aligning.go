@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/chaperone-bio/chaperone/job"
@@ -90,6 +91,47 @@ func (c *Core) ClaimSearch(ctx context.Context, key, holder string, now, until t
 func (c *Core) ReleaseSearch(ctx context.Context, key, holder string) error {
 	_, err := c.db.Exec(ctx, releaseSearch, key, holder)
 	return err
+}
+
+// ReleaseAligner implements store.Aligning. A holder's name is escaped for LIKE, so that
+// one name's '_' or '%' matches no other's.
+func (c *Core) ReleaseAligner(ctx context.Context, holder string) ([]string, error) {
+	if holder == "" {
+		return nil, c.errNoHolder()
+	}
+	var freed []string
+	err := c.db.Write(ctx, func(ctx context.Context, tx Querier, changed func(...string)) error {
+		freed = nil
+		rows, err := tx.Query(ctx, releaseAligner, holder)
+		if err != nil {
+			return fmt.Errorf("%s: releasing an aligner: %w", c.d.Name, err)
+		}
+		err = each(rows, func() error {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			freed = append(freed, id)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("%s: releasing an aligner: %w", c.d.Name, err)
+		}
+		if _, err := tx.Exec(ctx, releaseAlignerSearches, holder, likePrefix(holder)+"/%"); err != nil {
+			return fmt.Errorf("%s: releasing an aligner's searches: %w", c.d.Name, err)
+		}
+		if len(freed) > 0 {
+			changed(append(freed, "")...)
+		}
+		return nil
+	})
+	return freed, err
+}
+
+// likePrefix escapes s for a LIKE pattern whose escape character is a backslash (named in
+// releaseAlignerSearches: SQLite's LIKE has none unless told).
+func likePrefix(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
 
 func (c *Core) errNoHolder() error {

@@ -97,6 +97,11 @@ const (
 		ON CONFLICT (key) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
 		WHERE search_claims.holder = excluded.holder OR search_claims.expires_at < $4`
 	releaseSearch = `DELETE FROM search_claims WHERE key = $1 AND holder = $2`
+	// releaseAligner frees the jobs claimed by holder $1; releaseAlignerSearches drops its
+	// search claims, under its name or a name of one of its searches ($2: holder + "/%").
+	releaseAligner = `UPDATE jobs SET align_holder = '', align_until = NULL, stage = ''
+		WHERE status = 'queued' AND aligning AND align_holder = $1 RETURNING id`
+	releaseAlignerSearches = `DELETE FROM search_claims WHERE holder = $1 OR holder LIKE $2 ESCAPE '\'`
 )
 
 // Workers and keys.
