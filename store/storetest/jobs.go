@@ -156,7 +156,6 @@ func testLifecycleRoundTrip(t *testing.T, open func(*testing.T) store.Store) {
 	checkJob(t, "after CompleteJob", get(t, s, j.ID), &want)
 }
 
-
 func testList(t *testing.T, open func(*testing.T) store.Store) {
 	s := open(t)
 	ctx := t.Context()
