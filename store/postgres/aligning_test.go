@@ -13,6 +13,7 @@ import (
 	"github.com/chaperone-bio/chaperone/job"
 	"github.com/chaperone-bio/chaperone/store"
 	"github.com/chaperone-bio/chaperone/store/postgres/pgtest"
+	"github.com/chaperone-bio/chaperone/store/storetest"
 )
 
 func newAligningJob(owner job.Owner) *job.Job {
@@ -50,18 +51,7 @@ func TestSearchClaimAcrossReplicas(t *testing.T) {
 	raceReplicas(rs, perReplica, func(r *Store, i int) {
 		won[i], errs[i] = r.ClaimSearch(t.Context(), "uniref/3f2a", fmt.Sprint("aligner-", i), now, now.Add(time.Minute))
 	})
-	holders := 0
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("ClaimSearch %d: %v", i, err)
-		}
-		if won[i] {
-			holders++
-		}
-	}
-	if holders != 1 {
-		t.Errorf("%d of %d aligners on %d replicas hold the search, want exactly 1", holders, len(won), len(rs))
-	}
+	storetest.OneWinner(t, fmt.Sprintf("aligners on %d replicas", len(rs)), won, errs)
 }
 
 // TestAlignmentClaimsAcrossReplicas: aligners on several replicas claim every job once.

@@ -25,11 +25,7 @@ func openURL(tb testing.TB, url string) *Store {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			tb.Error(err)
-		}
-	})
+	storetest.CloseAtEnd(tb, s)
 	return s
 }
 

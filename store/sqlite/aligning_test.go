@@ -13,6 +13,7 @@ import (
 
 	"github.com/chaperone-bio/chaperone/job"
 	"github.com/chaperone-bio/chaperone/store"
+	"github.com/chaperone-bio/chaperone/store/storetest"
 )
 
 // TestSearchClaimAcrossOpenings: two stores on one file (two processes), each with
@@ -38,18 +39,7 @@ func TestSearchClaimAcrossOpenings(t *testing.T) {
 	}
 	close(start)
 	wg.Wait()
-	holders := 0
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("ClaimSearch %d: %v", i, err)
-		}
-		if won[i] {
-			holders++
-		}
-	}
-	if holders != 1 {
-		t.Errorf("%d of %d aligners on two openings hold the search, want exactly 1", holders, len(won))
-	}
+	storetest.OneWinner(t, "aligners on two openings", won, errs)
 }
 
 // TestAligningMigrationDownAndUp: migration 00010 goes down with a claimed job in the table,

@@ -26,11 +26,7 @@ func openTest(tb testing.TB) *Store {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			tb.Error(err)
-		}
-	})
+	storetest.CloseAtEnd(tb, s)
 	return s
 }
 

@@ -323,3 +323,31 @@ func checkSummary(t *testing.T, what string, got *store.JobSummary, whole *job.J
 		t.Errorf("%s:\n got %s\nwant %s", what, gj, wj)
 	}
 }
+
+// CloseAtEnd closes a driver's store when tb ends, failing tb if it does not close.
+func CloseAtEnd(tb testing.TB, s store.Store) {
+	tb.Helper()
+	tb.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			tb.Error(err)
+		}
+	})
+}
+
+// OneWinner checks the outcome of claims raced on one key: no error, exactly one claim
+// won. who says who raced, for the message.
+func OneWinner(t *testing.T, who string, won []bool, errs []error) {
+	t.Helper()
+	holders := 0
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("claim %d: %v", i, err)
+		}
+		if won[i] {
+			holders++
+		}
+	}
+	if holders != 1 {
+		t.Errorf("%d of %d %s hold the claim, want exactly 1", holders, len(won), who)
+	}
+}
