@@ -17,6 +17,11 @@ import (
 	"time"
 )
 
+// DefaultServer is the public ColabFold MMseqs2 server, the default of every upstream
+// tool that aligns on a server, and chaperone's. Every sequence searched there leaves the
+// machine.
+const DefaultServer = "https://api.colabfold.com"
+
 // RemoteConfig configures a Remote; zero fields take the defaults the package doc gives.
 type RemoteConfig struct {
 	// URL is the server, for example https://api.colabfold.com.

@@ -75,7 +75,7 @@ type Config struct {
 	// <DataDir>/web.
 	WebAssets string
 	// MSAServerURL is the ColabFold-compatible server that the alignment stage searches
-	// on, unless Searcher is set; default engine.DefaultMSAServer.
+	// on, unless Searcher is set; default align.DefaultServer.
 	MSAServerURL string
 	// Searcher, when set, is what the alignment stage searches with instead (a local
 	// MMseqs2, align.Local).
@@ -480,7 +480,7 @@ func withDefaults(cfg Config) Config {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.MSAServerURL == "" {
-		cfg.MSAServerURL = engine.DefaultMSAServer
+		cfg.MSAServerURL = align.DefaultServer
 	}
 	// The catalog fills every limit left at zero with its default; the worker's caps must be
 	// the limits the catalog advertises, so they are taken from it.

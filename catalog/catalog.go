@@ -21,7 +21,7 @@ type Catalog struct {
 	Protocols []Protocol
 	Limits    Limits
 	// MSAServer is the alignment server that use_msa_server sends protein sequences to, as
-	// the operator configured the server's alignment stage (engine.DefaultMSAServer unless
+	// the operator configured the server's alignment stage (align.DefaultServer unless
 	// they chose another; "" for a local search); the catalog shows it so that callers
 	// know where their sequences go.
 	MSAServer string

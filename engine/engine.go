@@ -17,10 +17,6 @@ import (
 	"github.com/chaperone-bio/chaperone/job"
 )
 
-// DefaultMSAServer is the public ColabFold MMseqs2 server, the default of every upstream
-// tool that aligns on a server.
-const DefaultMSAServer = "https://api.colabfold.com"
-
 // Engine runs jobs for one upstream tool.
 type Engine interface {
 	// Name is the engine's name, also the key of its tool in Tools (for example "boltz").

@@ -7,7 +7,6 @@ import (
 
 	"github.com/chaperone-bio/chaperone/align"
 	"github.com/chaperone-bio/chaperone/aligner"
-	"github.com/chaperone-bio/chaperone/engine"
 )
 
 // alignFlags are serve's settings of the alignment stage: where it searches (a server, or
@@ -21,7 +20,7 @@ type alignFlags struct {
 
 func newAlignFlags(fs *flag.FlagSet) (alignFlags, error) {
 	f := alignFlags{
-		server: fs.String("msa-server", env("CHAPERONE_MSA_SERVER", engine.DefaultMSAServer),
+		server: fs.String("msa-server", env("CHAPERONE_MSA_SERVER", align.DefaultServer),
 			"ColabFold-compatible MMseqs2 server that the alignment stage sends protein sequences of jobs with use_msa_server to; "+
 				"the default is the public server: self-host one, or search locally (--msa-local), to keep sequences private (CHAPERONE_MSA_SERVER)"),
 		local: fs.String("msa-local", env("CHAPERONE_MSA_LOCAL", ""),
