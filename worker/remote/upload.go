@@ -56,6 +56,11 @@ type staging struct {
 	mu       sync.Mutex
 	reserved map[string]int64       // bytes being written now, by token folder and by job id
 	locks    map[string]*sync.Mutex // one per upload file being written
+
+	// folders orders the removal of emptied folders after the opening of files, held for
+	// writing by a removal: else a sweep could remove a token's folder, empty for an
+	// instant, between an upload's making of it and of its attempt's folder in it.
+	folders sync.RWMutex
 }
 
 // upload is one staged upload: its file and the folders it is in.
@@ -149,6 +154,16 @@ func (s *staging) release(u upload, n int64) {
 	}
 }
 
+// open opens the upload's file to append to, making it and its folders if need be.
+func (s *staging) open(u upload) (*os.File, error) {
+	s.folders.RLock()
+	defer s.folders.RUnlock()
+	if err := os.MkdirAll(u.attempt, 0o750); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(u.file, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+}
+
 // dropAttempt removes what an attempt staged, under the locks of its files.
 func (s *staging) dropAttempt(u upload) {
 	files, _ := os.ReadDir(u.attempt)
@@ -159,8 +174,17 @@ func (s *staging) dropAttempt(u upload) {
 		s.forget(name)
 		unlock()
 	}
-	os.Remove(u.attempt)
-	os.Remove(u.token) // only when no other attempt of the token stages anything
+	s.removeEmpty(u.attempt, u.token)
+}
+
+// removeEmpty removes those of the folders that are empty, in order, while no file is
+// being opened.
+func (s *staging) removeEmpty(folders ...string) {
+	s.folders.Lock()
+	defer s.folders.Unlock()
+	for _, dir := range folders {
+		os.Remove(dir) // fails, as it should, on a folder that holds anything
+	}
 }
 
 // sweep removes what no held lease stages: the folders of attempts whose lease ended or
@@ -191,7 +215,7 @@ func (s *staging) sweep(ctx context.Context, leases Leases) {
 				s.dropAttempt(u)
 			}
 		}
-		os.Remove(filepath.Join(s.dir, t.Name())) // only when it is empty
+		s.removeEmpty(filepath.Join(s.dir, t.Name()))
 	}
 }
 
@@ -315,10 +339,7 @@ func (h *Handler) stage(r *http.Request, u upload) error {
 		return err
 	}
 	defer h.staging.release(u, r.ContentLength)
-	if err := os.MkdirAll(u.attempt, 0o750); err != nil {
-		return err
-	}
-	file, err := os.OpenFile(u.file, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	file, err := h.staging.open(u)
 	if err != nil {
 		return err
 	}
