@@ -25,14 +25,11 @@ type Query struct {
 	Chains []string
 }
 
-// distinct returns q's sequences without repeats, in the order they first appear: the
-// order in which they are numbered 101, 102, … in a search.
+// distinct checks q's sequences and returns them without repeats (Distinct).
 func (q Query) distinct() ([]string, error) {
 	if len(q.Chains) == 0 {
 		return nil, errors.New("align: a query without chains")
 	}
-	var out []string
-	seen := map[string]bool{}
 	for i, s := range q.Chains {
 		if s == "" {
 			return nil, fmt.Errorf("align: chain %d is empty", i+1)
@@ -42,12 +39,20 @@ func (q Query) distinct() ([]string, error) {
 				return nil, fmt.Errorf("align: chain %d has %q at %d; a protein sequence is upper-case letters", i+1, s[j], j+1)
 			}
 		}
-		if !seen[s] {
-			seen[s] = true
+	}
+	return Distinct(q.Chains), nil
+}
+
+// Distinct returns chains without repeats, in the order they first appear: the order in
+// which a search numbers them 101, 102, …, and that of Result.Chains.
+func Distinct(chains []string) []string {
+	var out []string
+	for _, s := range chains {
+		if !slices.Contains(out, s) {
 			out = append(out, s)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // Result is the alignments of a Query.

@@ -68,7 +68,7 @@ func TestLocal(t *testing.T) {
 			if !slices.Equal(res.Chains, distinct) {
 				t.Fatalf("chains %q, want %q", res.Chains, distinct)
 			}
-			seqs := aligntest.Sequenceuences(t, dbNames(tc.cfg)...)
+			seqs := aligntest.Sequences(t, dbNames(tc.cfg)...)
 			for i, chain := range res.Chains {
 				checkA3M(t, res.Unpaired[i], queryID(i), chain)
 				found := hitNames(res.Unpaired[i])

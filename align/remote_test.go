@@ -20,10 +20,10 @@ import (
 	"github.com/chaperone-bio/chaperone/align/aligntest"
 )
 
-// Two made-up chains for the stand-in server's alignments.
+// The made-up chains of the test databases, which the stand-in server aligns too.
 const (
-	chainA = "MSKIEELRKAGVDPETLAKLWNEGRSVEEIAEALGLSVDEVRKAYEEHFKGNPLTAEQLK"
-	chainB = "MTNLQEIFDRAKSGDWEAVRELLKRYGPMVYHTARRLTGNEHDAEDCVQETFLKAWRSLG"
+	chainA = aligntest.ChainA
+	chainB = aligntest.ChainB
 )
 
 var (
@@ -235,19 +235,8 @@ func (s *standIn) answer(w http.ResponseWriter, id, status string) {
 	fmt.Fprintf(w, `{"id":%q,"status":%q}`, id, status)
 }
 
-// Made-up alignment blocks of distinct chain i: a UniRef block with a substitution, a
-// lower-case insertion and a deletion; an environmental block; a paired block of two
-// organisms shared by every chain.
-func unirefBlock(i int, seq string) string {
-	n := len(seq)
-	return fmt.Sprintf(">%d\n%s\n>UniRef100_U%d\t120\t0.9\n%s\n>UniRef100_V%d\t90\t0.7\n%s\n",
-		101+i, seq, i, "W"+seq[1:], i, seq[:n/2]+"gk"+seq[n/2:n-3]+"---")
-}
-
-func envBlock(i int, seq string) string {
-	return fmt.Sprintf(">%d\n%s\n>MGYP%d\t80\t0.6\n---%s\n", 101+i, seq, i, seq[3:])
-}
-
+// pairBlock is a made-up paired block of distinct chain i: two organisms shared by every
+// chain.
 func pairBlock(i int, seq string) string {
 	return fmt.Sprintf(">%d\n%s\n>UniRef100_orgX_%d\n%s\n>UniRef100_orgY_%d\n%s\n", 101+i, seq, i, "A"+seq[1:], i, seq[:10]+"a"+seq[10:])
 }
@@ -268,7 +257,7 @@ func (s *standIn) archive(kind string, swapped bool) []byte {
 	}
 	files := map[string][]byte{"pair.a3m": join(pairBlock)}
 	if kind == "msa" {
-		files = map[string][]byte{"uniref.a3m": join(unirefBlock), "bfd.mgnify30.metaeuk30.smag30.a3m": join(envBlock), "pdb70.m8": nil}
+		files = map[string][]byte{"uniref.a3m": join(aligntest.UnirefBlock), "bfd.mgnify30.metaeuk30.smag30.a3m": join(aligntest.EnvBlock), "pdb70.m8": nil}
 	}
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)
@@ -294,7 +283,7 @@ func (s *standIn) checkResult(res Result, src Source) {
 	}
 	var unpaired, paired []string
 	for i, c := range s.distinct {
-		unpaired = append(unpaired, unirefBlock(i, c)+envBlock(i, c))
+		unpaired = append(unpaired, aligntest.UnirefBlock(i, c)+aligntest.EnvBlock(i, c))
 		paired = append(paired, pairBlock(i, c))
 	}
 	if len(s.distinct) < 2 {

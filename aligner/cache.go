@@ -48,7 +48,6 @@ type Cache struct {
 	files  artifact.Shared
 	source align.Source
 	limits Limits
-	now    func() time.Time
 }
 
 // NewCache is the cache of the searcher whose Source is source.
@@ -59,23 +58,11 @@ func NewCache(files artifact.Shared, source align.Source, limits Limits) *Cache 
 	if limits.MaxBytes <= 0 {
 		limits.MaxBytes = DefaultMaxBytes
 	}
-	return &Cache{files: files, source: source, limits: limits, now: time.Now}
+	return &Cache{files: files, source: source, limits: limits}
 }
 
 // Source is the searcher's Source, which the cache's entries belong to.
 func (c *Cache) Source() align.Source { return c.source }
-
-// distinct is the sequences of chains without repeats, in the order they first appear, as
-// a search numbers them.
-func distinct(chains []string) []string {
-	var out []string
-	for _, s := range chains {
-		if !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	return out
-}
 
 func hashOf(parts ...string) string {
 	h := sha256.New()
@@ -104,15 +91,25 @@ func (c *Cache) needsPairing(chains []string) bool {
 // SearchKey names the search of chains for the cluster-wide claim that makes it happen
 // once (store.Aligning.ClaimSearch).
 func (c *Cache) SearchKey(chains []string) string {
-	d := distinct(chains)
+	d := align.Distinct(chains)
 	return hashOf(append([]string{"search", c.source.String()}, d...)...)
 }
 
 // Get returns the alignments of a search of chains when the cache holds all of them; ok
 // is false when any is missing, or unreadable (it is searched again and written anew).
 func (c *Cache) Get(ctx context.Context, chains []string) (res align.Result, ok bool, err error) {
-	d := distinct(chains)
+	d := align.Distinct(chains)
 	res = align.Result{Chains: d, Unpaired: make([]string, len(d)), Source: c.source}
+	// The paired entry first: the usual miss is a complex of chains each kept before.
+	if c.needsPairing(d) {
+		b, found, err := c.read(ctx, c.pairedName(d))
+		if err != nil || !found {
+			return align.Result{}, false, err
+		}
+		if json.Unmarshal(b, &res.Paired) != nil || len(res.Paired) != len(d) {
+			return align.Result{}, false, nil
+		}
+	}
 	for i, seq := range d {
 		b, found, err := c.read(ctx, c.unpairedName(seq))
 		if err != nil || !found {
@@ -122,16 +119,6 @@ func (c *Cache) Get(ctx context.Context, chains []string) (res align.Result, ok 
 			return align.Result{}, false, nil
 		}
 		res.Unpaired[i] = string(b)
-	}
-	if !c.needsPairing(d) {
-		return res, true, nil
-	}
-	b, found, err := c.read(ctx, c.pairedName(d))
-	if err != nil || !found {
-		return align.Result{}, false, err
-	}
-	if json.Unmarshal(b, &res.Paired) != nil || len(res.Paired) != len(d) {
-		return align.Result{}, false, nil
 	}
 	return res, true, nil
 }
@@ -176,7 +163,7 @@ func (c *Cache) read(ctx context.Context, name string) ([]byte, bool, error) {
 		return nil, false, fmt.Errorf("aligner: reading the alignment cache: %w", err)
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && c.now().Sub(st.ModTime()) > c.limits.MaxAge {
+	if st, err := f.Stat(); err == nil && time.Since(st.ModTime()) > c.limits.MaxAge {
 		return nil, false, nil
 	}
 	z, err := gzip.NewReader(f)

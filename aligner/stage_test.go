@@ -45,6 +45,7 @@ func newEnv(t *testing.T, delay time.Duration) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { arts.Close() })
 	server := aligntest.NewColabFold(delay)
 	t.Cleanup(server.Close)
 	searcher, err := align.NewRemote(align.RemoteConfig{URL: server.URL, Poll: 10 * time.Millisecond,

@@ -32,9 +32,9 @@ type Sequence struct {
 	Seq   string
 }
 
-// Sequenceuences reads the FASTA files of the named databases (uniref and cf are built
+// Sequences reads the FASTA files of the named databases (uniref and cf are built
 // from testdata/uniref.fasta).
-func Sequenceuences(t testing.TB, dbs ...string) []Sequence {
+func Sequences(t testing.TB, dbs ...string) []Sequence {
 	t.Helper()
 	var out []Sequence
 	for _, db := range dbs {
@@ -87,7 +87,7 @@ func Databases(t testing.TB) string {
 	t.Helper()
 	RequireMmseqs(t)
 	dir, tmp := t.TempDir(), t.TempDir()
-	writeTaxonomy(t, tmp, Sequenceuences(t, "uniref"))
+	writeTaxonomy(t, tmp, Sequences(t, "uniref"))
 	taxdb := []string{"--ncbi-tax-dump", tmp, "--tax-mapping-file", filepath.Join(tmp, "map.tsv")}
 	uniref, env := filepath.Join(testdata(), "uniref.fasta"), filepath.Join(testdata(), "env.fasta")
 	for _, args := range [][]string{
