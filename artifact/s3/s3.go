@@ -164,20 +164,31 @@ func (s *Store) fileKey(jobID string, attempt int, p string) (string, error) {
 	return dir + p, nil
 }
 
-// Put streams r into the object in parts; a failed or canceled upload leaves no object and
+// Put writes r to the object (put); a failed or canceled upload leaves no object and
 // the previous version, if any, in place.
 func (s *Store) Put(ctx context.Context, jobID string, attempt int, p string, r io.Reader) error {
 	key, err := s.fileKey(jobID, attempt, p)
 	if err != nil {
 		return err
 	}
+	return s.put(ctx, key, p, r)
+}
+
+// put streams r into the object at key. A reader that knows its length (a bytes.Buffer,
+// bytes.Reader or strings.Reader) goes up in one request when it fits a part; any other
+// in parts, for each of which minio holds a buffer of partSize.
+func (s *Store) put(ctx context.Context, key, name string, r io.Reader) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	_, err = s.c.PutObject(ctx, s.bucket, key, artifact.ContextReader(ctx, r), -1,
+	size := int64(-1)
+	if l, ok := r.(interface{ Len() int }); ok {
+		size = int64(l.Len())
+	}
+	_, err := s.c.PutObject(ctx, s.bucket, key, artifact.ContextReader(ctx, r), size,
 		minio.PutObjectOptions{PartSize: partSize, ContentType: "application/octet-stream"})
 	if err != nil {
-		return fmt.Errorf("put %s: %w", p, err)
+		return fmt.Errorf("put %s: %w", name, err)
 	}
 	return nil
 }

@@ -27,21 +27,13 @@ func (s *Store) sharedKey(name string) (string, error) {
 	return s.sharedRoot() + name, nil
 }
 
-// PutShared streams r into the object, as Put does a job's file.
+// PutShared writes r to the object, as Put does a job's file.
 func (s *Store) PutShared(ctx context.Context, name string, r io.Reader) error {
 	key, err := s.sharedKey(name)
 	if err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	_, err = s.c.PutObject(ctx, s.bucket, key, artifact.ContextReader(ctx, r), -1,
-		minio.PutObjectOptions{PartSize: partSize, ContentType: "application/octet-stream"})
-	if err != nil {
-		return fmt.Errorf("put shared %s: %w", name, err)
-	}
-	return nil
+	return s.put(ctx, key, "shared "+name, r)
 }
 
 // OpenShared opens the object, pinned to the version it found, as Open does a job's file.
