@@ -181,8 +181,12 @@ var errClaimLost = errors.New("the job's alignment claim is gone")
 func (s *Stage) align(ctx context.Context, j *job.Job) {
 	log := s.cfg.Log.With("job", j.ID)
 	jobCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	go s.hold(jobCtx, cancel, j.ID)
+	held := make(chan struct{})
+	go func() {
+		defer close(held)
+		s.hold(jobCtx, cancel, j.ID)
+	}()
+	defer func() { cancel(nil); <-held }()
 	started := s.cfg.Now()
 	for i, search := range j.Searches {
 		res, err := s.search(jobCtx, search.Chains)
@@ -314,9 +318,13 @@ func (s *Stage) searchClaimed(ctx context.Context, key, holder string, chains []
 		}
 		return res, err
 	}
+	// The renewal ends before the claim is let go: one still under way would claim the
+	// search anew, for no one, until the claim ran out.
 	searchCtx, stop := context.WithCancel(ctx)
-	defer stop()
+	renewing := make(chan struct{})
+	defer func() { stop(); <-renewing }()
 	go func() {
+		defer close(renewing)
 		tick := time.NewTicker(s.cfg.ClaimTTL / 3)
 		defer tick.Stop()
 		for {
