@@ -366,17 +366,16 @@ func NewWorker(cfg WorkerConfig) (*worker.Worker, error) {
 	logFindings(cfg.Logger, cfg.ID, cfg.Engines, cfg.Tools)
 	runtime, stall := Caps(cfg.Limits)
 	return worker.New(worker.Config{
-		ID:       cfg.ID,
-		Slots:    cfg.Slots,
-		GPUs:     GPUs(),
-		Engines:  reg,
-		Tools:    cfg.Tools,
-		Queue:    cfg.Queue,
-		WorkDir:  filepath.Join(cfg.DataDir, "work"),
-		CacheDir: filepath.Join(cfg.DataDir, "cache"),
-		Runtime:  runtime,
-		Stall:    stall,
-		Logger:   cfg.Logger,
+		ID:      cfg.ID,
+		Slots:   cfg.Slots,
+		GPUs:    GPUs(),
+		Engines: reg,
+		Tools:   cfg.Tools,
+		Queue:   cfg.Queue,
+		WorkDir: filepath.Join(cfg.DataDir, "work"),
+		Runtime: runtime,
+		Stall:   stall,
+		Logger:  cfg.Logger,
 	}), nil
 }
 

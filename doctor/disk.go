@@ -7,11 +7,11 @@ import (
 	"syscall"
 )
 
-// diskNeedGB is the free disk a worker's data folder should have: the alignment caches
-// (up to 2 GiB for each of the four engines that align) and the work folders of the jobs
-// running at once, whose structures, confidence files and logs take a few GB for a large
-// job. The weights are not counted: they live in the tools' own caches.
-const diskNeedGB = 20
+// diskNeedGB is the free disk a worker's data folder should have: the work folders of the
+// jobs running at once, whose structures, confidence files and logs take a few GB for a
+// large job. The weights are not counted (they live in the tools' own caches), nor the
+// alignments, which the server keeps in its artifact store.
+const diskNeedGB = 12
 
 // checkDisk reports the free disk of the data folder, or of its nearest existing parent
 // when the worker has not made it yet.
@@ -37,7 +37,7 @@ func checkDisk(dir string) DiskReport {
 	r := DiskReport{Path: path, FreeGB: free, NeedGB: diskNeedGB}
 	r.Line = Line{OK, fmt.Sprintf("%.0f GB free in %s (a worker needs about %d GB)", free, path, diskNeedGB)}
 	if free < diskNeedGB {
-		r.Line = Line{Warn, fmt.Sprintf("only %.1f GB free in %s; a worker needs about %d GB for its work folders and alignment caches", free, path, diskNeedGB)}
+		r.Line = Line{Warn, fmt.Sprintf("only %.1f GB free in %s; a worker needs about %d GB for its work folders", free, path, diskNeedGB)}
 	}
 	return r
 }

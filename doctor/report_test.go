@@ -128,7 +128,7 @@ func TestReportGolden(t *testing.T) {
 	if r.Disk.Path != m.dir || r.Disk.NeedGB == 0 {
 		t.Errorf("disk checked at %s (need %v GB), want the data folder's nearest existing parent %s", r.Disk.Path, r.Disk.NeedGB, m.dir)
 	}
-	r.Disk.FreeGB, r.Disk.Status, r.Disk.Reason = 100, doctor.OK, "100 GB free in {dir} (a worker needs about 20 GB)"
+	r.Disk.FreeGB, r.Disk.Status, r.Disk.Reason = 100, doctor.OK, "100 GB free in {dir} (a worker needs about 12 GB)"
 	normalise := func(b []byte) []byte {
 		s := strings.NewReplacer(m.dir, "{dir}", server, "{server}", msa.URL, "{msa}").Replace(string(b))
 		return []byte(elapsed.ReplaceAllString(s, "in {time}"))

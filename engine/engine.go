@@ -50,11 +50,7 @@ type Tools map[string]string
 type Run struct {
 	Job     *job.Job
 	WorkDir string // empty folder owned by this run
-	// CacheDir is a folder of this engine on this worker that outlives the job, for results
-	// worth reusing on later jobs (alignments, for example); empty when the worker keeps
-	// none. Runs of several slots share it, so writes into it must be atomic.
-	CacheDir string
-	Tools    Tools
+	Tools   Tools
 	// Alignments are the alignments the alignment stage searched for the job, one per
 	// search of Job.Searches (align.Find picks a target's by its chains): an engine hands
 	// them to its tool as files and never lets the tool search itself. A search the job

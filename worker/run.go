@@ -126,14 +126,9 @@ func (w *Worker) execute(ctx context.Context, j *job.Job, alignments []align.Res
 		return nil, err
 	}
 	t.report(job.Progress{Stage: job.StageStarting, Total: j.Total})
-	var cacheDir string
-	if w.cfg.CacheDir != "" {
-		cacheDir = filepath.Join(w.cfg.CacheDir, eng.Name())
-	}
 	run := &engine.Run{
 		Job:        j,
 		WorkDir:    workDir,
-		CacheDir:   cacheDir,
 		Tools:      w.cfg.Tools,
 		Alignments: alignments,
 		Log:        jl,

@@ -39,9 +39,6 @@ type Config struct {
 	Tools   engine.Tools
 	Queue   Queue
 	WorkDir string // parent of the per-job work folders
-	// CacheDir is the parent of the engines' cache folders, which outlive jobs and restarts
-	// (see engine.Run.CacheDir); empty for none.
-	CacheDir string
 	// Runtime caps a job per kind; Stall fails a job that shows no progress and no log
 	// output for that long. Zero means no cap.
 	Runtime map[job.Kind]time.Duration

@@ -362,7 +362,7 @@ func (s *suite) start(t *testing.T, j *job.Job, tools engine.Tools) *runResult {
 	_, _ = rand.Read(id)
 	r := &runResult{engine: s.h.Engine, log: &logBuffer{}, marker: "CHAPERONE_CONFORMANCE_RUN=" + hex.EncodeToString(id)}
 	workDir := t.TempDir()
-	r.run = &engine.Run{Job: &stored, WorkDir: workDir, CacheDir: t.TempDir(), Tools: tools, Log: r.log,
+	r.run = &engine.Run{Job: &stored, WorkDir: workDir, Tools: tools, Log: r.log,
 		Report: func(p job.Progress) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
