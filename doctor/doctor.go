@@ -32,7 +32,7 @@ type Config struct {
 	Tools   engine.Tools
 	// DataDir is the worker's data folder, whose free disk is checked.
 	DataDir string
-	// MSAServer is the alignment server the engines use; "" skips its check.
+	// MSAServer is the alignment server chaperone serve searches on, to check; "" skips it.
 	MSAServer string
 	// Server and Token, when Server is set, are the server the worker would join.
 	Server, Token string
@@ -260,7 +260,7 @@ func judgeModel(model string, r *EngineReport, d *engine.Diagnosis, gpus GPURepo
 // reachable (ColabFold's server has no health endpoint; its root answers).
 func checkMSA(ctx context.Context, hc *http.Client, url string) Line {
 	if url == "" {
-		return Line{Skipped, "no alignment server configured"}
+		return Line{Skipped, "not asked to check one (--msa-server): workers never reach an alignment server"}
 	}
 	start := time.Now()
 	status, err := get(ctx, hc, url)

@@ -7,7 +7,6 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/chaperone-bio/chaperone/align"
 	"github.com/chaperone-bio/chaperone/app"
 	"github.com/chaperone-bio/chaperone/doctor"
 )
@@ -20,7 +19,7 @@ var errNothingRuns = errors.New("doctor: no model can run on this machine (see t
 func doctorCommand(inv *invocation, args []string) error {
 	fs := inv.flagSet()
 	data := fs.String("data", env("CHAPERONE_DATA", app.DefaultDataDir), "the worker's data folder, whose free disk is checked (CHAPERONE_DATA)")
-	msaServer := fs.String("msa-server", env("CHAPERONE_MSA_SERVER", align.DefaultServer), "ColabFold-compatible MMseqs2 server to check: the one chaperone serve searches alignments on (its --msa-server); GPU workers never reach it (CHAPERONE_MSA_SERVER)")
+	msaServer := fs.String("msa-server", env("CHAPERONE_MSA_SERVER", ""), "also check a ColabFold-compatible MMseqs2 server: the one chaperone serve searches alignments on (its --msa-server; workers never reach it) (CHAPERONE_MSA_SERVER)")
 	server := fs.String("server", env("CHAPERONE_URL", ""), "also check the chaperone server the worker would join (CHAPERONE_URL)")
 	// The token's default is read after parsing, so that help never shows it.
 	token := fs.String("token", "", "worker token to check with --server (default: CHAPERONE_WORKER_TOKEN)")
