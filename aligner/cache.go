@@ -106,7 +106,8 @@ func (c *Cache) Get(ctx context.Context, chains []string) (res align.Result, ok 
 		if err != nil || !found {
 			return align.Result{}, false, err
 		}
-		if json.Unmarshal(b, &res.Paired) != nil || len(res.Paired) != len(d) {
+		// JSON null: the search paired nothing (Put).
+		if json.Unmarshal(b, &res.Paired) != nil || res.Paired != nil && len(res.Paired) != len(d) {
 			return align.Result{}, false, nil
 		}
 	}
@@ -142,11 +143,8 @@ func (c *Cache) Put(ctx context.Context, res align.Result) error {
 	if !c.needsPairing(res.Chains) {
 		return nil
 	}
-	if res.Paired == nil {
-		// A searcher that pairs gave none (a local database without taxonomy for these
-		// chains): keep that too, or every later job would search again.
-		res.Paired = make([]string, len(res.Chains))
-	}
+	// A searcher that pairs may give none (a local database without taxonomy for these
+	// chains): that is kept too, as JSON null, or every later job would search again.
 	b, err := json.Marshal(res.Paired)
 	if err != nil {
 		return err

@@ -91,3 +91,25 @@ func TestSweepDropsOldEntriesThenTheOldestBeyondTheSize(t *testing.T) {
 		t.Error("a swept entry is still found")
 	}
 }
+
+// TestASearchThatPairedNothingIsKeptAsUnpaired: a pairing search that paired no row (a
+// local database without taxonomy for the chains) is kept, so it is not searched again,
+// and comes back as it was made: with no paired alignments, which engines read as none.
+func TestASearchThatPairedNothingIsKeptAsUnpaired(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	local := align.Source{Database: "uniref30 (mmseqs 14)", Mode: "env", Pairing: "paircomplete"}
+	c, _ := newCache(t, local, aligner.Limits{})
+	searched := result("MKV", "GGSW")
+	searched.Source, searched.Paired = local, nil
+	if err := c.Put(ctx, searched); err != nil {
+		t.Fatal(err)
+	}
+	res, ok, err := c.Get(ctx, []string{"MKV", "GGSW"})
+	if err != nil || !ok {
+		t.Fatalf("found %v, %v; want the search kept", ok, err)
+	}
+	if res.Paired != nil {
+		t.Errorf("paired %q, want none", res.Paired)
+	}
+}
