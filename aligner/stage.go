@@ -188,7 +188,7 @@ func (s *Stage) align(ctx context.Context, j *job.Job) {
 	}()
 	defer func() { cancel(nil); <-held }()
 	started := s.cfg.Now()
-	for i, search := range j.Searches {
+	for _, search := range j.Searches {
 		res, err := s.search(jobCtx, search.Chains)
 		if err != nil {
 			switch {
@@ -205,15 +205,15 @@ func (s *Stage) align(ctx context.Context, j *job.Job) {
 					why = "the local MMseqs2 search did not complete (the server's log says why)"
 				}
 				failure := "alignment search failed: " + why
-				if len(j.Searches) > 1 {
-					failure = fmt.Sprintf("alignment search of target %d failed: %s", i+1, why)
+				if j.Total > 1 {
+					failure = fmt.Sprintf("alignment search of target %d failed: %s", search.Target, why)
 				}
 				s.finish(ctx, j.ID, failure)
 				log.Warn("alignment search failed", "error", err)
 			}
 			return
 		}
-		log.Debug("alignments ready", "target", i+1, "chains", len(res.Chains))
+		log.Debug("alignments ready", "target", search.Target, "chains", len(res.Chains))
 	}
 	s.finish(ctx, j.ID, "")
 	log.Info("alignments ready", "searches", len(j.Searches), "took", s.cfg.Now().Sub(started).Round(time.Millisecond))

@@ -74,12 +74,18 @@ func (e *env) stageNamed(holder string, searcher align.Searcher) *aligner.Stage 
 	return s
 }
 
-// create queues a prediction job that needs the searches.
+// create queues a prediction job of one target that needs the searches.
 func (e *env) create(searches ...job.Search) string {
+	e.t.Helper()
+	return e.createOf(1, searches...)
+}
+
+// createOf queues a prediction job of total targets that needs the searches.
+func (e *env) createOf(total int, searches ...job.Search) string {
 	e.t.Helper()
 	j := &job.Job{ID: job.NewID(), Owner: job.Owner{Kind: job.OwnerKey, ID: "k1"}, Kind: job.PredictKind,
 		Model: "boltz2", RunModel: "boltz2", Params: map[string]any{"use_msa_server": true},
-		Input: job.Input{Sequence: "MK"}, Status: job.Queued, CreatedAt: time.Now(), Searches: searches}
+		Input: job.Input{Sequence: "MK"}, Status: job.Queued, CreatedAt: time.Now(), Searches: searches, Total: total}
 	if _, err := e.store.CreateJob(context.Background(), j, store.CreateOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
@@ -195,6 +201,22 @@ func TestAFailedSearchFailsTheJobInTheServersWords(t *testing.T) {
 	id = e.create(chains(ubiquitin))
 	if j := e.aligned(id); j.Status != job.Queued {
 		t.Fatalf("a second job: status %s, error %q", j.Status, j.Error)
+	}
+}
+
+// TestAFailedSearchNamesItsTarget: of a job of several targets, the failure names the
+// target whose search failed, counted among all the job's targets.
+func TestAFailedSearchNamesItsTarget(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 0)
+	e.stage(nil)
+	if j := e.aligned(e.create(chains(ubiquitin))); j.Status != job.Queued {
+		t.Fatalf("the first job: status %s, error %q", j.Status, j.Error)
+	}
+	e.server.FailNext("ERROR", "ERROR")
+	id := e.createOf(3, job.Search{Chains: []string{ubiquitin}, Target: 1}, job.Search{Chains: []string{lysozyme}, Target: 3})
+	if j := e.aligned(id); j.Status != job.Failed || !strings.HasPrefix(j.Error, "alignment search of target 3 failed: ") {
+		t.Fatalf("job: status %s, error %q; want failed, naming target 3", j.Status, j.Error)
 	}
 }
 

@@ -69,8 +69,10 @@ func (c *Catalog) NewPredict(r *PredictRequest) (*job.Job, error) {
 		if err := c.checkComplex(m, cx, j.Params); err != nil {
 			return nil, invalid(inputField(j.Input, i), err)
 		}
-		if chains := cx.SearchChains(); j.Params["use_msa_server"] == true && len(chains) > 0 {
-			j.Searches = append(j.Searches, job.Search{Chains: chains})
+		chains := cx.SearchChains()
+		searched := slices.ContainsFunc(j.Searches, func(s job.Search) bool { return slices.Equal(s.Chains, chains) })
+		if j.Params["use_msa_server"] == true && len(chains) > 0 && !searched {
+			j.Searches = append(j.Searches, job.Search{Chains: chains, Target: i + 1})
 		}
 	}
 	ext := "cif"

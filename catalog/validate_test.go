@@ -75,7 +75,7 @@ func TestNewPredictJob(t *testing.T) {
 			want: job.Job{
 				Kind: job.PredictKind, Name: "mine", Model: "boltz2", RunModel: "boltz2", Total: 1,
 				Input:    job.Input{Sequence: "MKTAYIAK"},
-				Searches: []job.Search{{Chains: []string{"MKTAYIAK"}}},
+				Searches: []job.Search{{Chains: []string{"MKTAYIAK"}, Target: 1}},
 				Params:   map[string]any{"use_msa_server": true, "fast": true, "diffusion_samples": 1, "output_format": "cif", "seed": 0, "write_pae": false},
 			},
 		},
@@ -115,7 +115,7 @@ func TestNewPredictJob(t *testing.T) {
 			want: job.Job{
 				Kind: job.PredictKind, Model: "boltz2", RunModel: "boltz2", Total: 1,
 				Input:    job.Input{Sequence: "MK"},
-				Searches: []job.Search{{Chains: []string{"MK"}}},
+				Searches: []job.Search{{Chains: []string{"MK"}, Target: 1}},
 				Params: map[string]any{"use_msa_server": true, "fast": true, "recycling_steps": 4,
 					"sampling_steps": 200, "diffusion_samples": 5, "output_format": "pdb", "seed": 0, "write_pae": false},
 			},
@@ -126,7 +126,7 @@ func TestNewPredictJob(t *testing.T) {
 			want: job.Job{
 				Kind: job.PredictKind, Model: "protenix-v2", RunModel: "protenix-v2", Total: 1,
 				Input:    job.Input{Sequence: "MK"},
-				Searches: []job.Search{{Chains: []string{"MK"}}},
+				Searches: []job.Search{{Chains: []string{"MK"}, Target: 1}},
 				Params: map[string]any{"use_msa_server": true, "fast": true, "diffusion_samples": 1, "output_format": "cif",
 					"seed": 0, "write_pae": true},
 			},
@@ -137,7 +137,7 @@ func TestNewPredictJob(t *testing.T) {
 			want: job.Job{
 				Kind: job.PredictKind, Model: "boltz2", RunModel: "boltz2", Total: 1,
 				Input:    job.Input{Sequence: "MK"},
-				Searches: []job.Search{{Chains: []string{"MK"}}},
+				Searches: []job.Search{{Chains: []string{"MK"}, Target: 1}},
 				Params: map[string]any{"use_msa_server": true, "fast": true, "sampling_steps": 500,
 					"diffusion_samples": 1, "output_format": "cif", "seed": 0, "write_pae": false},
 			},
@@ -150,7 +150,7 @@ func TestNewPredictJob(t *testing.T) {
 				Input: job.Input{Targets: []job.Target{
 					{Name: "target_1", Content: ">a\nMK"}, {Name: "Lys-1.b_2", Content: "sequences: [{protein: {id: A, sequence: MK}}]"}, {Name: "target_3", Content: ">b\nGG"},
 				}},
-				Searches: []job.Search{{Chains: []string{"MK"}}, {Chains: []string{"MK"}}, {Chains: []string{"GG"}}},
+				Searches: []job.Search{{Chains: []string{"MK"}, Target: 1}, {Chains: []string{"GG"}, Target: 3}},
 				Params:   map[string]any{"use_msa_server": true, "fast": true, "diffusion_samples": 1, "output_format": "cif", "seed": 42, "write_pae": false},
 			},
 		},
@@ -160,7 +160,7 @@ func TestNewPredictJob(t *testing.T) {
 			want: job.Job{
 				Kind: job.PredictKind, Model: "boltz2", RunModel: "boltz2", Total: 2,
 				Input:    job.Input{Targets: []job.Target{{Name: "target_1", Content: ">x\nMK"}, {Name: "target_2", Content: ">y\nMK"}}},
-				Searches: []job.Search{{Chains: []string{"MK"}}, {Chains: []string{"MK"}}},
+				Searches: []job.Search{{Chains: []string{"MK"}, Target: 1}},
 				Params:   map[string]any{"use_msa_server": true, "fast": true, "diffusion_samples": 1, "output_format": "cif", "seed": 0, "write_pae": false},
 			},
 		},
@@ -170,7 +170,7 @@ func TestNewPredictJob(t *testing.T) {
 			want: job.Job{
 				Kind: job.PredictKind, Model: "boltz2", RunModel: "boltz2", Total: 1,
 				Input:    job.Input{Sequence: strings.Repeat("A", 40)},
-				Searches: []job.Search{{Chains: []string{strings.Repeat("A", 40)}}},
+				Searches: []job.Search{{Chains: []string{strings.Repeat("A", 40)}, Target: 1}},
 				Params:   map[string]any{"use_msa_server": true, "fast": true, "diffusion_samples": 1, "output_format": "cif", "seed": 0, "write_pae": false},
 			},
 		},
@@ -199,14 +199,17 @@ func TestNewPredictSearches(t *testing.T) {
 		want []job.Search
 	}{
 		{"a target's protein chains with no alignment of their own, every copy, in order",
-			`{"input": ` + jsonText(yaml) + `}`, []job.Search{{Chains: []string{"MKV", "MKV", "WWY", "MKV"}}}},
-		{"one search per target that has chains to search",
+			`{"input": ` + jsonText(yaml) + `}`, []job.Search{{Chains: []string{"MKV", "MKV", "WWY", "MKV"}, Target: 1}}},
+		{"one search per target that has chains to search, named by its number",
 			`{"targets": [{"content": ">a\nMKV"}, {"content": "sequences: [{protein: {id: A, sequence: GG, msa: empty}}]"}, {"content": ">b\nWWY"}]}`,
-			[]job.Search{{Chains: []string{"MKV"}}, {Chains: []string{"WWY"}}}},
+			[]job.Search{{Chains: []string{"MKV"}, Target: 1}, {Chains: []string{"WWY"}, Target: 3}}},
+		{"targets of the same chains in the same order share the first one's search",
+			`{"targets": [{"content": ">a\nMKV\n>b\nWWY"}, {"content": ">c\nWWY\n>d\nMKV"}, {"content": ">e\nMKV\n>f\nWWY"}]}`,
+			[]job.Search{{Chains: []string{"MKV", "WWY"}, Target: 1}, {Chains: []string{"WWY", "MKV"}, Target: 2}}},
 		{"none with use_msa_server off", `{"input": ` + jsonText(yaml) + `, "params": {"use_msa_server": false}}`, nil},
 		{"none for a model that folds single-sequence by default", `{"model": "esmfold2", "sequence": "MKV"}`, nil},
 		{"esmfold2 searches when asked", `{"model": "esmfold2", "sequence": "MKV", "params": {"use_msa_server": true}}`,
-			[]job.Search{{Chains: []string{"MKV"}}}},
+			[]job.Search{{Chains: []string{"MKV"}, Target: 1}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -134,6 +134,9 @@ type NamedSequence struct {
 // the target's order; a sequence may repeat (a homodimer).
 type Search struct {
 	Chains []string `json:"chains"`
+	// Target is the first target (from 1) whose chains these are: later targets of the
+	// same chains, in the same order, share its search.
+	Target int `json:"target,omitempty"`
 }
 
 // ResultsReady reports whether results can be read.

@@ -152,14 +152,7 @@ func (q *Queue) Lease(ctx context.Context, req worker.LeaseRequest) (*worker.Lea
 func (q *Queue) withAlignments(ctx context.Context, j *job.Job) (*worker.Lease, error) {
 	l := leaseOf(j)
 	for _, search := range j.Searches {
-		var (
-			res align.Result
-			ok  bool
-			err error
-		)
-		if q.cfg.Alignments != nil {
-			res, ok, err = q.cfg.Alignments.Get(ctx, search.Chains)
-		}
+		res, ok, err := q.cfg.Alignments.Get(ctx, search.Chains)
 		if err == nil && ok {
 			l.Alignments = append(l.Alignments, res)
 			continue
