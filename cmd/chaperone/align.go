@@ -32,11 +32,7 @@ func newAlignFlags(fs *flag.FlagSet) (alignFlags, error) {
 		searches: fs.Int("msa-searches", envInt("CHAPERONE_MSA_SEARCHES", 4),
 			"jobs whose alignments this server searches at once (CHAPERONE_MSA_SEARCHES)"),
 	}
-	maxAge := aligner.DefaultMaxAge
-	if v, err := time.ParseDuration(env("CHAPERONE_MSA_CACHE_MAX_AGE", "")); err == nil {
-		maxAge = v
-	}
-	f.maxAge = fs.Duration("msa-cache-max-age", maxAge,
+	f.maxAge = fs.Duration("msa-cache-max-age", envDuration("CHAPERONE_MSA_CACHE_MAX_AGE", aligner.DefaultMaxAge),
 		"how long a searched alignment is kept in the shared cache (the artifact store) and reused (CHAPERONE_MSA_CACHE_MAX_AGE)")
 	var err error
 	f.maxBytes, err = bytesFlag(fs, "msa-cache-max-bytes", "CHAPERONE_MSA_CACHE_MAX_BYTES", aligner.DefaultMaxBytes,

@@ -11,13 +11,13 @@ import (
 )
 
 // builtinEngines are the engines of real upstream tools that this build offers, set up
-// for this machine: its GPUs, and the operator's alignment server.
+// for this machine: its GPUs.
 func builtinEngines() []engine.Engine {
 	return builtin.Engines(builtin.Config{GPU: len(app.GPUs()) > 0})
 }
 
 // msaServerURL checks the --msa-server setting and returns it without a trailing slash,
-// as the tools append their endpoints to it.
+// as the searcher appends its endpoints to it.
 func msaServerURL(s string) (string, error) {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
