@@ -31,7 +31,7 @@ import (
 // notifications (store.Aligning and store.Store.Watch).
 type Store interface {
 	ClaimAlignment(ctx context.Context, holder string, now, until time.Time) (*job.Job, error)
-	RenewAlignment(ctx context.Context, id, holder string, now, until time.Time) error
+	RenewAlignment(ctx context.Context, id, holder string, until time.Time) error
 	FinishAlignment(ctx context.Context, id, holder string, now time.Time, failure string) error
 	ClaimSearch(ctx context.Context, key, holder string, now, until time.Time) (bool, error)
 	ReleaseSearch(ctx context.Context, key, holder string) error
@@ -251,7 +251,7 @@ func (s *Stage) hold(ctx context.Context, cancel context.CancelCauseFunc, id str
 		case <-tick.C:
 		}
 		now := s.cfg.Now()
-		err := s.cfg.Store.RenewAlignment(ctx, id, s.cfg.Holder, now, now.Add(s.cfg.ClaimTTL))
+		err := s.cfg.Store.RenewAlignment(ctx, id, s.cfg.Holder, now.Add(s.cfg.ClaimTTL))
 		if errors.Is(err, job.ErrLeaseLost) {
 			cancel(errClaimLost)
 			return

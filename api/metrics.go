@@ -72,7 +72,7 @@ var (
 	jobsDesc = prometheus.NewDesc("chaperone_jobs",
 		"Jobs held, by kind, model and status.", []string{"kind", "model", "status"}, nil)
 	queueDesc = prometheus.NewDesc("chaperone_queue_depth",
-		"Jobs waiting for a worker.", nil, nil)
+		"Jobs queued: waiting for a worker, or for their alignments first.", nil, nil)
 	workersDesc = prometheus.NewDesc("chaperone_workers",
 		"Live workers (heartbeat fresh).", nil, nil)
 	slotsDesc = prometheus.NewDesc("chaperone_worker_slots",

@@ -190,7 +190,7 @@ type Queue interface {
 	// and the jobs did nothing to deserve a lost attempt. Attempt numbers still only grow,
 	// so that every lease keeps a fence of its own. No job fails here.
 	HandBack(ctx context.Context, workerID string, now time.Time) ([]Recovered, error)
-	// QueueDepth counts queued jobs.
+	// QueueDepth counts queued jobs, those still aligning too.
 	QueueDepth(ctx context.Context) (int, error)
 }
 
@@ -210,7 +210,7 @@ type Aligning interface {
 	ClaimAlignment(ctx context.Context, holder string, now, until time.Time) (*job.Job, error)
 	// RenewAlignment extends holder's claim on the job to until; job.ErrLeaseLost when the
 	// job is gone, no longer queued with its searches to do, or claimed by another holder.
-	RenewAlignment(ctx context.Context, id, holder string, now, until time.Time) error
+	RenewAlignment(ctx context.Context, id, holder string, until time.Time) error
 	// FinishAlignment ends holder's claim. With failure "" the searches are done: Aligning
 	// becomes false, the stage goes back to "" and the job is leasable (a queue watch
 	// fires). Otherwise the job fails with failure as its error, keeping stage "msa", so
@@ -220,7 +220,7 @@ type Aligning interface {
 	// searches to do again, as a hand-back does (the attempt does not count against the
 	// attempt limit): its worker found the alignments gone from the shared cache before it
 	// started. job.ErrLeaseLost when the job is not running under that attempt.
-	ReturnForAlignment(ctx context.Context, id string, attempt int, now time.Time) error
+	ReturnForAlignment(ctx context.Context, id string, attempt int) error
 	// ClaimSearch holds the search named key for holder until until and reports true, when
 	// no other holder holds it (never claimed, released, or run out before now); a
 	// holder's own claim is renewed. It reports false while another holds it.

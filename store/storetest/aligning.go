@@ -159,7 +159,7 @@ func testClaimAlignment(t *testing.T, open func(*testing.T) store.Store) {
 	noClaim(t, s, "a3", t0.Add(claimFor), "when both claims run out at that very moment")
 
 	// a1's claim runs out unrenewed; a2 renews.
-	if err := s.RenewAlignment(ctx, second.ID, "a2", t0.Add(30*time.Second), t0.Add(2*claimFor)); err != nil {
+	if err := s.RenewAlignment(ctx, second.ID, "a2", t0.Add(2*claimFor)); err != nil {
 		t.Fatal(err)
 	}
 	later := t0.Add(claimFor + time.Second)
@@ -169,22 +169,22 @@ func testClaimAlignment(t *testing.T, open func(*testing.T) store.Store) {
 	}
 	noClaim(t, s, "a4", later, "while the one claim left is renewed")
 	wantErr(t, "RenewAlignment by the holder whose claim was taken over",
-		s.RenewAlignment(ctx, first.ID, "a1", later, later.Add(claimFor)), job.ErrLeaseLost)
+		s.RenewAlignment(ctx, first.ID, "a1", later.Add(claimFor)), job.ErrLeaseLost)
 	wantErr(t, "FinishAlignment by the holder whose claim was taken over",
 		s.FinishAlignment(ctx, first.ID, "a1", later, ""), job.ErrLeaseLost)
-	if err := s.RenewAlignment(ctx, first.ID, "a3", later, later.Add(claimFor)); err != nil {
+	if err := s.RenewAlignment(ctx, first.ID, "a3", later.Add(claimFor)); err != nil {
 		t.Errorf("RenewAlignment by the new holder: %v", err)
 	}
 
 	wantErr(t, "RenewAlignment by another holder",
-		s.RenewAlignment(ctx, second.ID, "a3", later, later.Add(claimFor)), job.ErrLeaseLost)
+		s.RenewAlignment(ctx, second.ID, "a3", later.Add(claimFor)), job.ErrLeaseLost)
 	wantErr(t, "RenewAlignment of an unknown job",
-		s.RenewAlignment(ctx, job.NewID(), "a2", later, later.Add(claimFor)), job.ErrLeaseLost)
+		s.RenewAlignment(ctx, job.NewID(), "a2", later.Add(claimFor)), job.ErrLeaseLost)
 	wantErr(t, "FinishAlignment of an unknown job",
 		s.FinishAlignment(ctx, job.NewID(), "a2", later, ""), job.ErrLeaseLost)
 	unclaimed := create(t, s, newAligningJob(carol))
 	wantErr(t, "RenewAlignment of a job no one claimed",
-		s.RenewAlignment(ctx, unclaimed.ID, "a2", later, later.Add(claimFor)), job.ErrLeaseLost)
+		s.RenewAlignment(ctx, unclaimed.ID, "a2", later.Add(claimFor)), job.ErrLeaseLost)
 	if _, err := s.ClaimAlignment(ctx, "", later, later.Add(claimFor)); err == nil {
 		t.Error("ClaimAlignment without a holder succeeded: its claim would look free")
 	}
@@ -210,7 +210,7 @@ func testFinishAlignment(t *testing.T, open func(*testing.T) store.Store) {
 		want.Aligning, want.Stage = false, ""
 		checkJob(t, "after its searches", get(t, s, j.ID), &want)
 		wantErr(t, "FinishAlignment again", s.FinishAlignment(ctx, j.ID, "a", end, ""), job.ErrLeaseLost)
-		wantErr(t, "RenewAlignment after the searches", s.RenewAlignment(ctx, j.ID, "a", end, end.Add(claimFor)), job.ErrLeaseLost)
+		wantErr(t, "RenewAlignment after the searches", s.RenewAlignment(ctx, j.ID, "a", end.Add(claimFor)), job.ErrLeaseLost)
 		noClaim(t, s, "b", end.Add(time.Hour), "for a job whose searches are done")
 		lease(t, s, j, "w", end)
 	})
@@ -257,7 +257,7 @@ func testFinishAlignment(t *testing.T, open func(*testing.T) store.Store) {
 			t.Fatal(err)
 		}
 		for _, id := range []string{canceled.ID, deleted.ID} {
-			wantErr(t, "RenewAlignment", s.RenewAlignment(ctx, id, "a", end, end.Add(claimFor)), job.ErrLeaseLost)
+			wantErr(t, "RenewAlignment", s.RenewAlignment(ctx, id, "a", end.Add(claimFor)), job.ErrLeaseLost)
 			wantErr(t, "FinishAlignment", s.FinishAlignment(ctx, id, "a", end, ""), job.ErrLeaseLost)
 			wantErr(t, "FinishAlignment with a failure", s.FinishAlignment(ctx, id, "a", end, "x"), job.ErrLeaseLost)
 		}
@@ -276,7 +276,7 @@ func testReturnForAlignment(t *testing.T, open func(*testing.T) store.Store) {
 	j := create(t, s, newAligningJob(alice))
 	other := lease(t, s, create(t, s, newJob(bob)), "w", t0)
 
-	wantErr(t, "ReturnForAlignment of a queued job", s.ReturnForAlignment(ctx, j.ID, 0, t0), job.ErrLeaseLost)
+	wantErr(t, "ReturnForAlignment of a queued job", s.ReturnForAlignment(ctx, j.ID, 0), job.ErrLeaseLost)
 	for i := 1; i <= returns; i++ {
 		aligned(t, s, j, t0)
 		l := lease(t, s, j, "w", t0)
@@ -285,9 +285,9 @@ func testReturnForAlignment(t *testing.T, open func(*testing.T) store.Store) {
 			Now: t0, LeaseUntil: t0.Add(leaseFor)}); err != nil {
 			t.Fatal(err)
 		}
-		wantErr(t, "ReturnForAlignment of another attempt", s.ReturnForAlignment(ctx, j.ID, i+1, t0), job.ErrLeaseLost)
+		wantErr(t, "ReturnForAlignment of another attempt", s.ReturnForAlignment(ctx, j.ID, i+1), job.ErrLeaseLost)
 		queue, ch := s.Watch(ctx, ""), s.Watch(ctx, j.ID)
-		if err := s.ReturnForAlignment(ctx, j.ID, i, t0); err != nil {
+		if err := s.ReturnForAlignment(ctx, j.ID, i); err != nil {
 			t.Fatalf("ReturnForAlignment %d: %v", i, err)
 		}
 		fired(t, queue, "returned for alignment, on the queue watch")
@@ -295,7 +295,7 @@ func testReturnForAlignment(t *testing.T, open func(*testing.T) store.Store) {
 		want := requeued(l)
 		want.Aligning = true
 		checkJob(t, fmt.Sprintf("after return %d", i), get(t, s, j.ID), want)
-		wantErr(t, "ReturnForAlignment again", s.ReturnForAlignment(ctx, j.ID, i, t0), job.ErrLeaseLost)
+		wantErr(t, "ReturnForAlignment again", s.ReturnForAlignment(ctx, j.ID, i), job.ErrLeaseLost)
 		wantErr(t, "Heartbeat of the returned attempt", s.Heartbeat(ctx, store.Heartbeat{ID: j.ID, Attempt: i,
 			Now: t0, LeaseUntil: t0.Add(leaseFor)}), job.ErrLeaseLost)
 	}
@@ -344,10 +344,10 @@ func testAligningSummariesFollow(t *testing.T, open func(*testing.T) store.Store
 	}{
 		{"create", func() { create(t, s, j) }},
 		{"claim", func() { claim(t, s, "a", t0, j) }},
-		{"renew", func() { must(s.RenewAlignment(ctx, j.ID, "a", t0, t0.Add(2*claimFor))) }},
+		{"renew", func() { must(s.RenewAlignment(ctx, j.ID, "a", t0.Add(2*claimFor))) }},
 		{"finish", func() { must(s.FinishAlignment(ctx, j.ID, "a", t0, "")) }},
 		{"lease", func() { lease(t, s, j, "w", t0) }},
-		{"return", func() { must(s.ReturnForAlignment(ctx, j.ID, 1, t0)) }},
+		{"return", func() { must(s.ReturnForAlignment(ctx, j.ID, 1)) }},
 		{"claim again", func() { claim(t, s, "b", t0, j) }},
 		{"fail", func() { must(s.FinishAlignment(ctx, j.ID, "b", t0, "no alignment server")) }},
 	}
@@ -455,7 +455,7 @@ func testClaimAlignmentConcurrent(t *testing.T, open func(*testing.T) store.Stor
 		}
 		for _, id := range claimed[i] {
 			holders[id]++
-			if err := s.RenewAlignment(t.Context(), id, fmt.Sprint("aligner-", i), t0, t0.Add(claimFor)); err != nil {
+			if err := s.RenewAlignment(t.Context(), id, fmt.Sprint("aligner-", i), t0.Add(claimFor)); err != nil {
 				t.Errorf("aligner %d cannot renew its claim on %s: %v", i, id, err)
 			}
 		}
@@ -495,7 +495,7 @@ func testReleaseAligner(t *testing.T, open func(*testing.T) store.Store) {
 	}
 	claim(t, s, "replica_1", t0.Add(time.Second), mine) // before its old claim would have run out
 	wantErr(t, "RenewAlignment of another aligner's job after a release",
-		s.RenewAlignment(ctx, other.ID, "replicaX1", t0, t0.Add(claimFor)), nil)
+		s.RenewAlignment(ctx, other.ID, "replicaX1", t0.Add(claimFor)), nil)
 	for key, want := range map[string]bool{"k-mine": true, "k-own-name": true, "k-other": false} {
 		ok, err := s.ClaimSearch(ctx, key, "newcomer", t0.Add(time.Second), t0.Add(claimFor))
 		if err != nil || ok != want {

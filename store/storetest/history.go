@@ -31,6 +31,11 @@ func testOwnersAhead(t *testing.T, open func(*testing.T) store.Store) {
 	ahead(a2, 1)
 	ahead(b1, 0)
 	ahead(a1, 0) // running: not waiting for anyone
+	// A job still waiting for its alignments is passed over by the lease: no one is behind it.
+	aligning := newAligningJob(carol)
+	aligning.RunModel = model
+	create(t, s, aligning)
+	ahead(a2, 1)
 	if _, err := s.OwnersAhead(t.Context(), job.NewID()); !errors.Is(err, job.ErrNotFound) {
 		t.Errorf("OwnersAhead of an unknown id: %v, want ErrNotFound", err)
 	}

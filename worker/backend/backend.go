@@ -162,7 +162,7 @@ func (q *Queue) withAlignments(ctx context.Context, j *job.Job) (*worker.Lease, 
 		} else {
 			q.cfg.Logger.Warn("a leased job's alignments are gone from the cache: it is searched again", "job", j.ID)
 		}
-		if err := q.cfg.Store.ReturnForAlignment(ctx, j.ID, j.Attempt, q.cfg.Now()); err != nil && !errors.Is(err, job.ErrLeaseLost) {
+		if err := q.cfg.Store.ReturnForAlignment(ctx, j.ID, j.Attempt); err != nil && !errors.Is(err, job.ErrLeaseLost) {
 			return nil, err
 		}
 		return nil, nil

@@ -25,7 +25,7 @@ func (c *Core) ClaimAlignment(ctx context.Context, holder string, now, until tim
 
 // RenewAlignment implements store.Aligning. Only the claim's end changes, which no summary
 // shows: watchers are not woken.
-func (c *Core) RenewAlignment(ctx context.Context, id, holder string, now, until time.Time) error {
+func (c *Core) RenewAlignment(ctx context.Context, id, holder string, until time.Time) error {
 	return c.db.Write(ctx, func(ctx context.Context, tx Querier, changed func(...string)) error {
 		n, err := tx.Exec(ctx, renewAlignment, id, holder, c.d.Time(until))
 		return c.leaseKept(n, err, "renewing an alignment")
@@ -55,7 +55,7 @@ func (c *Core) FinishAlignment(ctx context.Context, id, holder string, now time.
 
 // ReturnForAlignment implements store.Aligning. The job is requeued as HandBack requeues
 // one, and its attempt is counted likewise, so it is not held against the attempt limit.
-func (c *Core) ReturnForAlignment(ctx context.Context, id string, attempt int, now time.Time) error {
+func (c *Core) ReturnForAlignment(ctx context.Context, id string, attempt int) error {
 	return c.db.Write(ctx, func(ctx context.Context, tx Querier, changed func(...string)) error {
 		var seq int64
 		err := tx.QueryRow(ctx, returnForAlignment, id, attempt).Scan(&seq)

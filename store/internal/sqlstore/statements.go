@@ -64,14 +64,14 @@ const (
 		RETURNING seq, id, attempt`
 
 	// The owners with a queued job of the job $1's run model that the lease statement
-	// picks before it, ordering as it does.
+	// picks before it, ordering as it does and passing over jobs still aligning.
 	ownersAhead = `WITH running AS (
 			SELECT owner, count(*) AS n FROM jobs WHERE status = 'running' GROUP BY owner),
 		me AS (
 			SELECT j.owner, j.run_model, j.seq, j.status, coalesce(r.n, 0) AS n
 			FROM jobs j LEFT JOIN running r ON r.owner = j.owner WHERE j.id = $1)
 		SELECT me.status, (SELECT count(DISTINCT q.owner) FROM jobs q LEFT JOIN running r ON r.owner = q.owner
-			WHERE q.status = 'queued' AND q.run_model = me.run_model AND q.owner <> me.owner
+			WHERE q.status = 'queued' AND NOT q.aligning AND q.run_model = me.run_model AND q.owner <> me.owner
 			AND (coalesce(r.n, 0) < me.n OR (coalesce(r.n, 0) = me.n AND q.seq < me.seq)))
 		FROM me`
 	measuredWalls = `SELECT run_model, residues FROM measured_walls`
