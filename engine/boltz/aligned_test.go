@@ -91,7 +91,7 @@ func TestRunFailsWithoutSearchedAlignments(t *testing.T) {
 			t.Parallel()
 			j := enginerun.PredictJob(t, `{"targets": [`+monoTarget+`, `+heteroTarget+`]}`)
 			r := enginerun.RunAligned(t, New(Config{}), j, engine.Tools{"boltz": standIn}, tt.searched)
-			want := fmt.Sprintf("the alignments of target %s were not searched ahead of the run;", tt.failing)
+			want := fmt.Sprintf("target %s: use_msa_server is on, but the alignments of its protein chain(s)", tt.failing)
 			if r.Err == nil || !strings.HasPrefix(r.Err.Error(), want) || strings.Contains(r.Err.Error(), "/") {
 				t.Errorf("err = %v, want one that starts %q and names no path", r.Err, want)
 			}

@@ -277,13 +277,12 @@ func (p *prediction) Results(exit error) (*engine.Output, error) {
 func planTarget(cx *bio.Complex, useSearched bool, alignments []align.Result, files string) (*target, error) {
 	t := &target{cx: cx, msas: make([]string, len(cx.Entities))}
 	searched := map[string]string{} // a searched chain's sequence → its CSV
-	if chains := cx.SearchChains(); useSearched && len(chains) > 0 {
-		res, ok := align.Find(alignments, chains)
-		if !ok {
-			return nil, fmt.Errorf("the alignments of target %s were not searched ahead of the run; chaperone searches "+
-				"them before the job runs and never lets Boltz search itself, so the job was not run: submit it again", cx.Name)
-		}
-		csvs, err := searchedCSVs(res, keyBaseAbove(cx))
+	res, err := toolkit.Searched(cx, useSearched, alignments, "Boltz")
+	if err != nil {
+		return nil, err
+	}
+	if res != nil {
+		csvs, err := searchedCSVs(*res, keyBaseAbove(cx))
 		if err != nil {
 			return nil, fmt.Errorf("the alignments searched for target %s: %w", cx.Name, err)
 		}

@@ -44,39 +44,6 @@ type chainMSA struct {
 	searched bool
 }
 
-// searchedAlignments returns the alignments the alignment stage searched for a target: for
-// its chains to be aligned when use_msa_server is on, the result among results that is
-// their search. ok is false when the target needs one and results hold none; res is nil
-// when it needs none.
-func searchedAlignments(cx *bio.Complex, useServer bool, results []align.Result) (res *align.Result, ok bool) {
-	if !useServer {
-		return nil, true
-	}
-	chains := cx.SearchChains()
-	if len(chains) == 0 {
-		return nil, true
-	}
-	r, found := align.Find(results, chains)
-	if !found {
-		return nil, false
-	}
-	return &r, true
-}
-
-// missingAlignments is the error of a job whose target has no searched alignments: the
-// job reached the worker without them, and OpenFold3 may not search them itself.
-func missingAlignments(cx *bio.Complex) error {
-	var ids []string
-	for _, e := range cx.Entities {
-		if e.Kind == bio.Protein && e.MSA.Source == bio.MSAAuto {
-			ids = append(ids, e.IDs...)
-		}
-	}
-	return fmt.Errorf("target %s: use_msa_server is on, and the alignments of its protein chain(s) %s were not searched "+
-		"before the job was run; OpenFold3 does not search them itself, so the job cannot run without them",
-		cx.Name, strings.Join(ids, ", "))
-}
-
 // chainMSAs gathers a target's alignments by entity (nil for an entity without): those the
 // caller sent and, with res, those the alignment stage searched.
 func chainMSAs(cx *bio.Complex, res *align.Result) ([]*chainMSA, error) {

@@ -60,9 +60,9 @@ func (e *Engine) plan(run *engine.Run, work string) (*prediction, error) {
 // before the tool runs. The run log says where each target's alignments come from.
 func (p *prediction) placeAlignments(searched []align.Result) error {
 	for _, t := range p.targets {
-		res, ok := searchedAlignments(t.cx, p.params.UseMSAServer, searched)
-		if !ok {
-			return missingAlignments(t.cx)
+		res, err := toolkit.Searched(t.cx, p.params.UseMSAServer, searched, "OpenFold3")
+		if err != nil {
+			return err
 		}
 		msas, err := chainMSAs(t.cx, res)
 		if err != nil {

@@ -164,7 +164,7 @@ func TestMissingAlignmentsFailTheJob(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			r := enginerun.RunAligned(t, New(Config{}), newJob(t, req), tools(), tt.alignments)
-			const want = "target dimer: use_msa_server is on, and the alignments of its protein chain(s) A, B were not searched before the job was run"
+			const want = "target dimer: use_msa_server is on, but the alignments of its protein chain(s) A, B were not searched before the job reached the worker; OpenFold3 never searches them itself"
 			if r.Err == nil || !strings.HasPrefix(r.Err.Error(), want) {
 				t.Errorf("err = %v, want %q", r.Err, want)
 			}

@@ -35,41 +35,6 @@ const (
 	unpairedFile = "non_pairing.a3m"
 )
 
-// searchedAlignments picks, per complex, the alignments the alignment stage searched for
-// it among results (nil where it needed none: use_msa_server off, or no protein chain left
-// to the server). A complex whose search is missing fails the job before the tool runs:
-// the tool must not search in its stead.
-func searchedAlignments(complexes []*bio.Complex, useServer bool, results []align.Result) ([]*align.Result, error) {
-	out := make([]*align.Result, len(complexes))
-	if !useServer {
-		return out, nil
-	}
-	for i, cx := range complexes {
-		chains := cx.SearchChains()
-		if len(chains) == 0 {
-			continue
-		}
-		res, ok := align.Find(results, chains)
-		if !ok {
-			return nil, fmt.Errorf("%s: %s to be aligned on the MSA server before the run, but the job reached the worker "+
-				"without the result", cx.Name, chainList(searchedIDs(cx), "was", "were"))
-		}
-		out[i] = &res
-	}
-	return out, nil
-}
-
-// searchedIDs is the ids of cx's chains that the alignment stage searches.
-func searchedIDs(cx *bio.Complex) []string {
-	var ids []string
-	for _, en := range cx.Entities {
-		if en.Kind == bio.Protein && en.MSA.Source == bio.MSAAuto {
-			ids = append(ids, en.IDs...)
-		}
-	}
-	return ids
-}
-
 // alignmentSource is where a protein entity's alignment comes from.
 type alignmentSource int
 
@@ -123,7 +88,7 @@ func (t *target) planAlignment(i int, p *polymer, useServer bool, searched *alig
 			unpaired, paired, ok = searched.Chain(en.Sequence)
 		}
 		if !ok {
-			// searchedAlignments found a result of every chain; this is a bug of ours.
+			// toolkit.Searched found a result of every chain; this is a bug of ours.
 			return errors.New("no alignment of chain " + en.IDs[0] + " among those searched for the target")
 		}
 		t.sources = append(t.sources, fromSearch)

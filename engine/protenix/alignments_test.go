@@ -86,10 +86,10 @@ func TestAlignmentsMissing(t *testing.T) {
 		want       string
 	}{
 		{"none handed", dimer, nil,
-			"dimer: chains A, B were to be aligned on the MSA server before the run, but the job reached the worker without the result"},
-		{"a search of one chain of two", dimer, []align.Result{fakeSearch(chainA)}, "dimer: chains A, B were to be aligned"},
+			"target dimer: use_msa_server is on, but the alignments of its protein chain(s) A, B were not searched before the job reached the worker; protenix never searches them itself"},
+		{"a search of one chain of two", dimer, []align.Result{fakeSearch(chainA)}, "target dimer: use_msa_server is on, but the alignments of its protein chain(s) A, B were not searched"},
 		{"the second target's", `{"name": "mono", "content": ">A|protein\n` + chainA + `\n"}, {"name": "other", "content": ">C|protein\n` + chainB + `\n"}`,
-			[]align.Result{fakeSearch(chainA)}, "other: chain C was to be aligned on the MSA server before the run"},
+			[]align.Result{fakeSearch(chainA)}, "target other: use_msa_server is on, but the alignments of its protein chain(s) C were not searched"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

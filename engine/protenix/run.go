@@ -56,9 +56,11 @@ func (e *Engine) plan(run *engine.Run, work string) (toolkit.Steps, error) {
 	if err != nil {
 		return nil, err
 	}
-	searched, err := searchedAlignments(complexes, params.UseMSAServer, run.Alignments)
-	if err != nil {
-		return nil, err
+	searched := make([]*align.Result, len(complexes))
+	for i, cx := range complexes {
+		if searched[i], err = toolkit.Searched(cx, params.UseMSAServer, run.Alignments, e.flavor.command); err != nil {
+			return nil, err
+		}
 	}
 	p := &prediction{e: e, log: run.Log, report: run.Report, params: params, complexes: complexes, searched: searched,
 		input: filepath.Join(work, "input"), files: filepath.Join(work, "msa"), out: filepath.Join(work, "out"),

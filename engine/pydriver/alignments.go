@@ -7,6 +7,7 @@ import (
 
 	"github.com/chaperone-bio/chaperone/align"
 	"github.com/chaperone-bio/chaperone/bio"
+	"github.com/chaperone-bio/chaperone/engine/toolkit"
 )
 
 // How esm 3.4 reads the alignment of a chain, which decides what ESMFold2 is handed here
@@ -43,18 +44,11 @@ type esmAlignment struct {
 // the alignment stage searched (bio.Complex.SearchChains, when use_msa_server is on). It
 // returns nil when none is searched, and an error when the search's result is not there.
 func searchedAlignments(cx *bio.Complex, useServer bool, results []align.Result) (*searched, error) {
-	if !useServer {
-		return nil, nil
+	res, err := toolkit.Searched(cx, useServer, results, "esm")
+	if err != nil || res == nil {
+		return nil, err
 	}
-	chains := cx.SearchChains()
-	if len(chains) == 0 {
-		return nil, nil
-	}
-	res, ok := align.Find(results, chains)
-	if !ok {
-		return nil, fmt.Errorf("target %s: no alignments of its chains came with the job, though use_msa_server is on: the alignment stage searches them before a worker takes the job", cx.Name)
-	}
-	a3ms, err := esmAlignments(res)
+	a3ms, err := esmAlignments(*res)
 	if err != nil {
 		return nil, fmt.Errorf("target %s: the alignments searched for it: %w", cx.Name, err)
 	}

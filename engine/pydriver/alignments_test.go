@@ -206,7 +206,7 @@ func TestAFoldReadsTheAlignmentsTheAlignmentStageSearched(t *testing.T) {
 		// The heterodimer's chains searched one by one are not its search.
 		singles := []align.Result{mono, {Chains: []string{b}, Unpaired: []string{">101\n" + b + "\n"}}}
 		r := enginerun.RunAligned(t, ESM(), enginerun.PredictJob(t, req), tools, singles)
-		want := "target dimer: no alignments of its chains came with the job, though use_msa_server is on"
+		want := "target dimer: use_msa_server is on, but the alignments of its protein chain(s) A, B were not searched before the job reached the worker; esm never searches them itself"
 		if r.Err == nil || !strings.Contains(r.Err.Error(), want) {
 			t.Errorf("Run = %v; want %q", r.Err, want)
 		}

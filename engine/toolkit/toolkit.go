@@ -12,6 +12,9 @@
 //   - Target, Artifact and Predictions: each target's typed row and files, gathered into
 //     the run's output with the job failing only when every target failed.
 //
+//   - Searched: the alignments the alignment stage searched for a target, or the job's
+//     failure, in one wording, when they are missing.
+//
 // NumPy's npy and npz files are in toolkit/npy.
-// It imports engine and job; engines import it, never the catalog.
+// It imports engine, job, bio and align; engines import it, never the catalog.
 package toolkit
