@@ -152,7 +152,10 @@ type csvRow struct {
 	seq   string
 }
 
-// csvRows reads an alignment CSV that bio has checked.
+// csvRows reads an alignment CSV that bio has checked. Key -1 is no key, as Boltz reads it
+// (boltz 2.2.1 data/parse/csv.py:50-53 takes a missing key as taxonomy -1, and
+// data/feature/featurizerv2.py:307 pairs only rows whose taxonomy is not -1): its own
+// compute_msa writes -1 on every unpaired row.
 func csvRows(text string) []csvRow {
 	var rows []csvRow
 	keyCol := -1
@@ -170,7 +173,7 @@ func csvRows(text string) []csvRow {
 			continue
 		}
 		r := csvRow{seq: fields[1-keyCol]}
-		if k, err := strconv.Atoi(fields[keyCol]); err == nil {
+		if k, err := strconv.Atoi(fields[keyCol]); err == nil && k != -1 {
 			r.key, r.keyed = k, true
 		}
 		rows = append(rows, r)

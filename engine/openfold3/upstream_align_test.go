@@ -67,6 +67,22 @@ func TestUpstreamReadsTheAlignments(t *testing.T) {
 					"D": {"GGSGG", "-----", "-----", "-----", "GGAGG"},
 				}
 			}},
+		{"sent pairs keyed as Boltz writes them", `{"input": "sequences:\n  - protein: {id: A, sequence: ` + a + `}\n  - protein: {id: B, sequence: ` + b + `}\n` +
+			`  - protein: {id: C, sequence: MKTAY, msa: \"key,sequence\\n-1,MKTAY\\n1,MKSAY\\n-1,MKTAA\\n2,MRTAY\\n\"}\n` +
+			`  - protein: {id: D, sequence: GGSGG, msa: \"key,sequence\\n-1,GGSGG\\n2,GGAGG\\n\"}\n"}`,
+			// Key -1 is no key: the same rows as with the keys left out.
+			func(res align.Result) map[string][]string {
+				return map[string][]string{"A": rowsOf(res.Unpaired[0]), "B": rowsOf(res.Unpaired[1]),
+					"C": {"MKTAY", "MKTAA"}, "D": {"GGSGG"}}
+			},
+			func(res align.Result) map[string][]string {
+				return map[string][]string{
+					"A": append(rowsOf(res.Paired[0]), "-----------", "-----------"),
+					"B": append(rowsOf(res.Paired[1]), "-------", "-------"),
+					"C": {"MKTAY", "-----", "-----", "MKSAY", "MRTAY"},
+					"D": {"GGSGG", "-----", "-----", "-----", "GGAGG"},
+				}
+			}},
 	}
 	var works []string
 	for _, tt := range tests {
