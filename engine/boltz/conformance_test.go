@@ -13,9 +13,9 @@ func TestConformance(t *testing.T) {
 	// Not parallel: the suite empties PATH for one of its checks.
 	affinity, _ := json.Marshal(affinityYAML)
 	conformance.Run(t, conformance.Harness{
-		// Runs get the alignments the tests' alignment stage searched, as the worker gives them.
-		Engine: searchedFirst{New(Config{})},
-		Tools:  engine.Tools{"boltz": standIn},
+		Engine:     New(Config{}),
+		Tools:      engine.Tools{"boltz": standIn},
+		Alignments: stage,
 		// Every option the engine passes: steps, samples, kernels off; and a search.
 		OK: enginerun.PredictJob(t, `{"targets": [{"name": "mono", "content": ">A|protein\nMKTAYIAKQRQISFVKSHFSRQ\n"},
 			{"name": "lig", "content": `+string(affinity)+`}],

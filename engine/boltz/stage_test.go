@@ -1,13 +1,11 @@
 package boltz
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/chaperone-bio/chaperone/align"
-	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/job"
 )
 
@@ -63,14 +61,4 @@ func homolog(seq string, k int) string {
 		b[i] = letters[(strings.IndexByte(letters, b[i])+k)%len(letters)]
 	}
 	return string(b)
-}
-
-// searchedFirst is an engine whose runs are given the alignments the stage searched for
-// their job, as the worker gives them, for suites that run an engine themselves.
-type searchedFirst struct{ *Engine }
-
-func (e searchedFirst) Run(ctx context.Context, run *engine.Run) (*engine.Output, error) {
-	aligned := *run
-	aligned.Alignments = stage(run.Job)
-	return e.Engine.Run(ctx, &aligned)
 }

@@ -58,6 +58,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chaperone-bio/chaperone/align"
 	"github.com/chaperone-bio/chaperone/bio"
 	"github.com/chaperone-bio/chaperone/engine"
 	"github.com/chaperone-bio/chaperone/engine/proc"
@@ -83,6 +84,10 @@ type Harness struct {
 	// stopped; Busy is a line of the run log that shows the tool busy with it.
 	Hang *job.Job
 	Busy string
+	// Alignments gives each run the alignments the alignment stage would have searched
+	// for its job (job.Job.Searches), as a worker's lease brings them; nil for an engine
+	// whose jobs have no searches.
+	Alignments func(*job.Job) []align.Result
 }
 
 // Timeouts of the suite: a run of the stand-in, and how long a canceled run may take to
@@ -362,7 +367,11 @@ func (s *suite) start(t *testing.T, j *job.Job, tools engine.Tools) *runResult {
 	_, _ = rand.Read(id)
 	r := &runResult{engine: s.h.Engine, log: &logBuffer{}, marker: "CHAPERONE_CONFORMANCE_RUN=" + hex.EncodeToString(id)}
 	workDir := t.TempDir()
-	r.run = &engine.Run{Job: &stored, WorkDir: workDir, Tools: tools, Log: r.log,
+	var alignments []align.Result
+	if s.h.Alignments != nil {
+		alignments = s.h.Alignments(&stored)
+	}
+	r.run = &engine.Run{Job: &stored, WorkDir: workDir, Tools: tools, Alignments: alignments, Log: r.log,
 		Report: func(p job.Progress) {
 			r.mu.Lock()
 			defer r.mu.Unlock()

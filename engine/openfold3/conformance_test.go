@@ -9,11 +9,13 @@ import (
 func TestConformance(t *testing.T) {
 	// Not parallel: the suite empties PATH for one of its checks.
 	conformance.Run(t, conformance.Harness{
-		Engine: New(Config{}),
-		Tools:  tools(),
-		// Every option the engine passes: an alignment file, steps and samples. (The suite's
-		// runs carry no searched alignments, so no chain here is to be searched.)
+		Engine:     New(Config{}),
+		Tools:      tools(),
+		Alignments: searchedFor,
+		// Every option the engine passes: alignment files (searched and sent), steps and
+		// samples.
 		OK: newJob(t, `{"targets": [{"name": "mono", "content": "sequences:\n  - protein: {id: A, sequence: MKTAYIAK, msa: \">q\\nMKTAYIAK\\n\"}\n"},
+			{"name": "dimer", "content": ">A|protein\nMKTAYIAK\n>B|protein\nGGSGGSLL\n"},
 			{"name": "lig", "content": "sequences:\n  - protein: {id: A, sequence: MKTAYIAK, msa: empty}\n  - ligand: {id: L, smiles: CCO}\n"}],
 			"params": {"recycling_steps": 4, "sampling_steps": 50, "diffusion_samples": 2, "fast": false}}`),
 		Mixed: newJob(t, `{"targets": [{"name": "good", "content": ">A|protein|empty\nMKTAYIAK\n"},

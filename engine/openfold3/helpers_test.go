@@ -65,7 +65,7 @@ func newJob(t *testing.T, req string) *job.Job {
 // have searched for it (searchedFor).
 func (h *harness) run(j *job.Job) (*engine.Output, error) {
 	h.t.Helper()
-	return h.runWith(j, searchedFor(h.t, j))
+	return h.runWith(j, searchedFor(j))
 }
 
 // runWith runs a job in a fresh work folder with the given searched alignments.

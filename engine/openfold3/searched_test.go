@@ -10,8 +10,6 @@ import (
 	"testing"
 
 	"github.com/chaperone-bio/chaperone/align"
-	"github.com/chaperone-bio/chaperone/bio"
-	"github.com/chaperone-bio/chaperone/engine/toolkit"
 	"github.com/chaperone-bio/chaperone/internal/enginerun"
 	"github.com/chaperone-bio/chaperone/job"
 )
@@ -19,26 +17,12 @@ import (
 // testServer is the server named in the alignments the tests make up.
 const testServer = "https://msa.example.org"
 
-// searchedFor makes up what the alignment stage gives a job: with use_msa_server on, for
-// every target with chains to align, the result of their search (madeUpSearch).
-func searchedFor(t testing.TB, j *job.Job) []align.Result {
-	t.Helper()
-	params, err := toolkit.NewPredictParams(j.Params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !params.UseMSAServer {
-		return nil
-	}
-	complexes, err := bio.Complexes(j.Input)
-	if err != nil {
-		t.Fatal(err)
-	}
+// searchedFor makes up what the alignment stage gives a job: the result of each of its
+// searches (madeUpSearch).
+func searchedFor(j *job.Job) []align.Result {
 	var out []align.Result
-	for _, cx := range complexes {
-		if chains := cx.SearchChains(); len(chains) > 0 {
-			out = append(out, madeUpSearch(chains))
-		}
+	for _, s := range j.Searches {
+		out = append(out, madeUpSearch(s.Chains))
 	}
 	return out
 }
@@ -126,7 +110,7 @@ func TestSearchedAlignmentsReachTheTool(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			j := newJob(t, tt.req)
-			r := enginerun.RunAligned(t, New(Config{}), j, tools(), searchedFor(t, j))
+			r := enginerun.RunAligned(t, New(Config{}), j, tools(), searchedFor(j))
 			if r.Err != nil {
 				t.Fatalf("%v\n%s", r.Err, r.Log.String())
 			}

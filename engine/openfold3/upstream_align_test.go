@@ -114,7 +114,7 @@ func TestUpstreamReadsTheAlignments(t *testing.T) {
 			if !ok {
 				t.Fatalf("read_msas.py read no target_1 in %s", works[i])
 			}
-			res := searchedFor(t, newJob(t, tt.req))[0]
+			res := searchedFor(newJob(t, tt.req))[0]
 			main := tt.main(res)
 			var paired map[string][]string
 			if tt.paired != nil {

@@ -25,12 +25,13 @@ func TestConformance(t *testing.T) {
 		model := e.Models()[0]
 		t.Run(model, func(t *testing.T) {
 			conformance.Run(t, conformance.Harness{
-				Engine: e,
-				Tools:  engine.Tools{e.Name(): standIns[e.Name()]},
-				// Every option the engine passes: steps, samples, plain numerics, alignments (sent,
-				// as the suite hands the engine none searched).
+				Engine:     e,
+				Tools:      engine.Tools{e.Name(): standIns[e.Name()]},
+				Alignments: searchedFor,
+				// Every option the engine passes: steps, samples, plain numerics, alignments
+				// (sent and searched).
 				OK: enginerun.PredictJob(t, `{"model": "`+model+`", "targets": [{"name": "mono", "content": "sequences:\n  - protein:\n      id: A\n      sequence: MKTAYIAK\n      msa: |\n        >q\n        MKTAYIAK\n        >hit\n        MKTAYLAK\n"},
-					{"name": "dimer", "content": ">A|protein|empty\nMKTAYIAK\n>B|protein|empty\nGGSGGSLL\n"}],
+					{"name": "dimer", "content": ">A|protein\nMKTAYIAK\n>B|protein\nGGSGGSLL\n"}],
 					"params": {"recycling_steps": 4, "sampling_steps": 50, "diffusion_samples": 2, "fast": false}}`),
 				Mixed: enginerun.PredictJob(t, `{"model": "`+model+`", "targets": [{"name": "good", "content": ">A|protein|empty\nMKTAYIAK\n"},
 					{"name": "fail-me", "content": ">A|protein|empty\nMKTAYIAK\n"}, {"name": "oom-big", "content": ">A|protein|empty\nGGSGG\n"}]}`),

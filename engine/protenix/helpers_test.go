@@ -44,6 +44,16 @@ func TestMain(m *testing.M) {
 // source is where fakeSearch says it searched.
 var source = align.Source{Server: "https://msa.example.org", Mode: "env", Pairing: "pairgreedy"}
 
+// searchedFor makes up what the alignment stage gives a job: the result of each of its
+// searches (fakeSearch).
+func searchedFor(j *job.Job) []align.Result {
+	var out []align.Result
+	for _, s := range j.Searches {
+		out = append(out, fakeSearch(s.Chains...))
+	}
+	return out
+}
+
 // fakeSearch is what the alignment stage hands the engine for a target's chains, in
 // ColabFold's layout (align/doc.go) with made-up hits. Distinct chain i, numbered 101+i,
 // gets an unpaired A3M of its UniRef block (the chain, a hit, a hit with an insertion)
