@@ -213,15 +213,15 @@ func checkQueryRows(text string, id int, seq string) error {
 // of each is read with row i of the others.
 func checkPaired(paired []string) error {
 	for i, a3m := range paired {
-		if n, m := rows(a3m), rows(paired[0]); n != m {
+		if n, m := Rows(a3m), Rows(paired[0]); n != m {
 			return fmt.Errorf("%w: paired alignments of %d and %d rows (chains %d and 1)", errMalformed, n, m, i+1)
 		}
 	}
 	return nil
 }
 
-// rows counts the rows of an A3M: its header lines.
-func rows(a3m string) int {
+// Rows counts the rows of an A3M: its header lines.
+func Rows(a3m string) int {
 	n := 0
 	for line := range strings.Lines(a3m) {
 		if strings.HasPrefix(line, ">") {

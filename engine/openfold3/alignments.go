@@ -116,9 +116,9 @@ func joinPairing(cx *bio.Complex, msas []*chainMSA) {
 		switch {
 		case m == nil || m.paired == "":
 		case m.searched:
-			searchedRows = a3mRows(m.paired) - 1
+			searchedRows = align.Rows(m.paired) - 1
 		default:
-			sentRows = a3mRows(m.paired) - 1
+			sentRows = align.Rows(m.paired) - 1
 		}
 	}
 	if searchedRows < 0 || sentRows < 0 {
@@ -154,17 +154,6 @@ func splitQueryRow(a3m string) (query, rest string) {
 		return a3m, ""
 	}
 	return lines[0] + lines[1], lines[2]
-}
-
-// a3mRows counts the rows of an A3M: its header lines.
-func a3mRows(a3m string) int {
-	n := 0
-	for line := range strings.Lines(a3m) {
-		if strings.HasPrefix(line, ">") {
-			n++
-		}
-	}
-	return n
 }
 
 func withNewline(s string) string {
