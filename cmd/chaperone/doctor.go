@@ -31,9 +31,12 @@ func doctorCommand(inv *invocation, args []string) error {
 	if *token == "" {
 		*token = os.Getenv("CHAPERONE_WORKER_TOKEN")
 	}
-	msaURL, err := msaServerURL(*msaServer)
-	if err != nil {
-		return usageError{err}
+	var msaURL string
+	if *msaServer != "" {
+		var err error
+		if msaURL, err = msaServerURL(*msaServer); err != nil {
+			return usageError{err}
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -19,7 +19,7 @@ func TestDoctorExitCodes(t *testing.T) {
 	for _, name := range []string{"boltz", "run_openfold", "protenix", "opendde", "boltzgen", "rfd3", "esm", "transformers"} {
 		nothing = append(nothing, "--tool", name+"="+filepath.Join(dir, "absent", name))
 	}
-	base := append([]string{"doctor", "--data", dir, "--msa-server", "http://127.0.0.1:1"}, nothing...)
+	base := append([]string{"doctor", "--data", dir}, nothing...)
 	python := pydrivertest.Interpreter(t, dir)
 	tests := []struct {
 		name string
@@ -32,6 +32,7 @@ func TestDoctorExitCodes(t *testing.T) {
 		{"help", []string{"doctor", "--help"}, 0, "Usage:\n  chaperone doctor"},
 		{"an unknown flag", []string{"doctor", "--bogus"}, 2, ""},
 		{"an argument", []string{"doctor", "boltz2"}, 2, ""},
+		{"an alignment server to check", append(base[:len(base):len(base)], "--msa-server", "http://127.0.0.1:1"), 1, "not reachable"},
 		{"a bad alignment server", []string{"doctor", "--msa-server", "ftp://msa"}, 2, ""},
 	}
 	for _, tt := range tests {
